@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""sparkfleet embedded lab: simulated cluster nodes as systemd containers.
+
+    lab.py up      [--nodes N] [--name NAME] [--outsider]   build the image if needed, start nodes
+    lab.py down    [--name NAME]                            remove containers, networks, volumes, inventory
+    lab.py status  [--name NAME]
+
+Nodes run systemd and sshd; Ansible reaches them over SSH on the management network, as on a
+real cluster. Node 1 is the control/storage node, the others are compute nodes. Every node has
+a management interface (enP7s7, like DGX Spark) and a fabric interface (enp1s0f0np0, MTU 9000).
+
+Environment: LAB_NODES (default 3), LAB_NAME (default "lab"), LAB_MGMT_CIDR, LAB_FABRIC_CIDR,
+LAB_SUITE (bookworm), LAB_MIRROR (default: this machine's Debian mirror).
+Only the standard library: it runs before the project venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB_DIR = Path(__file__).resolve().parent
+STATE = ROOT / ".lab"
+MIN_NODES, MAX_NODES = 2, 16
+IMAGE_REPO = "sparkfleet/labnode"
+MGMT_IF, FABRIC_IF = "enP7s7", "enp1s0f0np0"
+# Baked into the image so roles find them installed (apt inside nodes still works).
+PACKAGES = [
+    "python3", "python3-apt", "systemd", "systemd-sysv", "dbus", "openssh-server", "openssh-client",
+    "sudo", "iproute2", "iputils-ping", "procps", "ca-certificates", "nftables", "chrony",
+    "iperf3", "kmod", "util-linux", "gnupg", "curl", "less",
+]
+# Every capability but these: SYS_RESOURCE is not in this VM's bounding set, and with SYS_TIME
+# a node's chrony would set the host clock (../shared/notes/lab.md).
+DROP_CAPS = ["SYS_RESOURCE", "SYS_TIME"]
+# mmdebstrap customize hooks ($1 is the new root).
+IMAGE_HOOKS = [
+    'install -m 755 "$LAB_DIR/node-init.sh" "$1/usr/local/sbin/sparkfleet-lab-init"',
+    'install -m 644 "$LAB_DIR/sparkfleet-lab-init.service" "$1/etc/systemd/system/"',
+    'chroot "$1" systemctl enable sparkfleet-lab-init.service ssh.service',
+    # Timers that would take the apt lock in the middle of a run; gettys nobody uses.
+    'chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer getty@tty1.service '
+    'systemd-firstboot.service e2scrub_reap.service',
+    'chroot "$1" useradd -m -s /bin/bash -U sparkadmin',
+    'echo "sparkadmin ALL=(ALL) NOPASSWD:ALL" >"$1/etc/sudoers.d/sparkadmin"; chmod 440 "$1/etc/sudoers.d/sparkadmin"',
+    'rm -f "$1"/etc/ssh/ssh_host_*',
+    # An empty, old apt cache: `apt: cache_valid_time` must not think it is fresh.
+    'rm -rf "$1"/var/lib/apt/lists/*; touch -d @0 "$1/var/lib/apt/lists"',
+    'printf "127.0.0.1\\tlocalhost\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n" >"$1/etc/hosts"',
+]
+
+
+class LabError(Exception):
+    """A one-line, user-facing error."""
+
+
+def log(msg: str) -> None:
+    print(f"lab: {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], check: bool = True, capture: bool = True, **kw) -> subprocess.CompletedProcess:
+    res = subprocess.run(cmd, text=True, capture_output=capture, **kw)
+    if check and res.returncode != 0:
+        detail = (res.stderr or res.stdout or "").strip().splitlines()
+        raise LabError(f"{' '.join(cmd[:3])} failed: {detail[-1] if detail else 'exit ' + str(res.returncode)}")
+    return res
+
+
+def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return run(["docker", *args], check=check)
+
+
+# ---------------------------------------------------------------- engine
+def docker_ok() -> bool:
+    return shutil.which("docker") is not None and run(["docker", "info"], check=False).returncode == 0
+
+
+def ensure_engine() -> None:
+    if docker_ok():
+        return
+    if not shutil.which("dockerd") or not shutil.which("mmdebstrap"):
+        apt_install(["docker.io", "mmdebstrap"])
+    if not docker_ok():
+        log("starting dockerd")
+        logf = open(STATE / "dockerd.log", "ab")
+        subprocess.Popen(["dockerd"], stdout=logf, stderr=logf, start_new_session=True)
+        for _ in range(60):
+            if docker_ok():
+                return
+            time.sleep(0.5)
+        raise LabError(f"dockerd did not answer within 30 s; see {STATE / 'dockerd.log'}")
+
+
+def apt_install(pkgs: list[str]) -> None:
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise LabError(f"Docker engine missing and cannot be installed here (need root and apt-get for {' '.join(pkgs)})")
+    log(f"installing {' '.join(pkgs)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *pkgs]):
+        res = subprocess.run(cmd, env=env, text=True, capture_output=True)
+        if res.returncode != 0:
+            last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["?"]
+            raise LabError(f"Docker engine missing and cannot be installed: {' '.join(cmd[:2])}: {last[0]}")
+
+
+# ---------------------------------------------------------------- image
+def host_mirrors() -> tuple[str, str]:
+    """The Debian mirror this machine already uses (LAB_MIRROR overrides)."""
+    if os.environ.get("LAB_MIRROR"):
+        m = os.environ["LAB_MIRROR"].rstrip("/")
+        return m, os.environ.get("LAB_SECURITY_MIRROR", m + "-security")
+    uris: list[str] = []
+    for f in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
+        if f.is_file():
+            text = f.read_text(errors="replace")
+            uris += re.findall(r"^URIs:\s*(\S+)", text, re.M)
+            uris += re.findall(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)", text, re.M)
+    main = next((u for u in uris if not u.rstrip("/").endswith("-security")), None)
+    sec = next((u for u in uris if u.rstrip("/").endswith("-security")), None)
+    if not main:
+        raise LabError("no Debian mirror found in /etc/apt; set LAB_MIRROR")
+    main = main.rstrip("/")
+    return main, (sec or main + "-security").rstrip("/")
+
+
+def image_tag(suite: str) -> str:
+    files = [(LAB_DIR / f).read_text() for f in ("node-init.sh", "sparkfleet-lab-init.service")]
+    recipe = json.dumps([suite, PACKAGES, IMAGE_HOOKS, files])
+    return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+
+
+def ensure_image(suite: str) -> str:
+    tag = image_tag(suite)
+    if docker("image", "inspect", tag, check=False).returncode == 0:
+        return tag
+    if not shutil.which("mmdebstrap"):
+        apt_install(["mmdebstrap"])
+    main, sec = host_mirrors()
+    log(f"building node image {tag} (mmdebstrap {suite}, about a minute)")
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = Path(tmp) / "rootfs.tar"
+        cmd = ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), "--skip=cleanup/apt",
+               *[f"--customize-hook={h}" for h in IMAGE_HOOKS], suite, str(tar),
+               f"deb {main} {suite} main", f"deb {main} {suite}-updates main", f"deb {sec} {suite}-security main"]
+        res = subprocess.run(cmd, text=True, capture_output=True, env=dict(os.environ, LAB_DIR=str(LAB_DIR)))
+        if res.returncode != 0:
+            tail = "\n".join((res.stderr or "").strip().splitlines()[-15:])
+            raise LabError(f"mmdebstrap failed:\n{tail}")
+        docker("import", "-c", 'CMD ["/sbin/init"]', "-c", "ENV container=docker", str(tar), tag)
+    return tag
+
+
+# ---------------------------------------------------------------- plan
+def plan(name: str, nodes: int, outsider: bool) -> dict:
+    mgmt = ipaddress.ip_network(os.environ.get("LAB_MGMT_CIDR", "10.77.0.0/24"))
+    fabric = ipaddress.ip_network(os.environ.get("LAB_FABRIC_CIDR", "10.78.0.0/24"))
+    for var, net in (("LAB_MGMT_CIDR", mgmt), ("LAB_FABRIC_CIDR", fabric)):
+        if net.prefixlen != 24 or net.version != 4:
+            raise LabError(f"{var}={net}: the lab needs an IPv4 /24")
+    if mgmt.overlaps(fabric):
+        raise LabError(f"LAB_MGMT_CIDR={mgmt} overlaps LAB_FABRIC_CIDR={fabric}")
+    hosts = []
+    for i in range(1, nodes + 1):
+        hosts.append({
+            "name": f"spark-{i:02d}", "index": i, "group": "control" if i == 1 else "compute",
+            "mgmt_ip": str(mgmt.network_address + 10 + i), "fabric_ip": str(fabric.network_address + 10 + i),
+        })
+    if outsider:  # a machine on the management network that is not part of the cluster
+        hosts.append({"name": "outsider", "index": 0, "group": "outside",
+                      "mgmt_ip": str(mgmt.network_address + 200), "fabric_ip": None})
+    return {"name": name, "mgmt": str(mgmt), "fabric": str(fabric),
+            "mgmt_gw": str(mgmt.network_address + 1), "fabric_gw": str(fabric.network_address + 1), "hosts": hosts}
+
+
+def check_clashes(p: dict) -> None:
+    """A lab subnet must not overlap a route of this machine or another Docker network."""
+    ours = {f"sparkfleet-{p['name']}-mgmt", f"sparkfleet-{p['name']}-fabric"}
+    wanted = [ipaddress.ip_network(p["mgmt"]), ipaddress.ip_network(p["fabric"])]
+    taken: list[tuple[str, ipaddress.IPv4Network]] = []
+    for line in run(["ip", "-4", "route", "show"], check=False).stdout.splitlines():
+        dst, _, rest = line.partition(" ")
+        dev = re.search(r"dev (\S+)", rest)
+        if dst != "default" and "/" in dst:
+            taken.append((f"route {dst} on {dev.group(1) if dev else '?'}", ipaddress.ip_network(dst, strict=False)))
+    our_bridges = set()
+    for net in docker("network", "ls", "--format", "{{.Name}}").stdout.split():
+        info = json.loads(docker("network", "inspect", net).stdout)[0]
+        if net in ours:
+            our_bridges.add(info.get("Options", {}).get("com.docker.network.bridge.name") or "br-" + info["Id"][:12])
+            continue
+        for cfg in (info.get("IPAM") or {}).get("Config") or []:
+            if cfg.get("Subnet") and ":" not in cfg["Subnet"]:
+                taken.append((f"docker network {net}", ipaddress.ip_network(cfg["Subnet"])))
+    for what, net in taken:
+        if any(b in what for b in our_bridges):
+            continue
+        for w in wanted:
+            if w.overlaps(net):
+                raise LabError(f"subnet clash: lab subnet {w} overlaps {what} ({net}); set LAB_MGMT_CIDR/LAB_FABRIC_CIDR")
+
+
+# ---------------------------------------------------------------- up / down
+def prefix(name: str) -> str:
+    return f"sparkfleet-{name}"
+
+
+def ensure_key(name: str) -> Path:
+    key = STATE / name / "id_ed25519"
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"sparkfleet-{name}-admin", "-f", str(key)])
+    return key
+
+
+def up(name: str, nodes: int, outsider: bool, suite: str) -> None:
+    STATE.mkdir(exist_ok=True)
+    p = plan(name, nodes, outsider)
+    ensure_engine()
+    check_clashes(p)
+    tag = ensure_image(suite)
+    key = ensure_key(name)
+    pub = key.with_suffix(".pub").read_text().strip()
+    pre = prefix(name)
+    try:
+        for net, cidr, gw, mtu in (("mgmt", p["mgmt"], p["mgmt_gw"], "1500"), ("fabric", p["fabric"], p["fabric_gw"], "9000")):
+            if docker("network", "inspect", f"{pre}-{net}", check=False).returncode != 0:
+                docker("network", "create", "--driver", "bridge", "--subnet", cidr, "--gateway", gw,
+                       "-o", f"com.docker.network.driver.mtu={mtu}", "--label", f"sparkfleet.lab={name}", f"{pre}-{net}")
+        # Remove nodes beyond the wanted count (LAB_NODES lowered since the last `up`).
+        wanted = {f"{pre}-{h['name']}" for h in p["hosts"]}
+        for c in docker("ps", "-a", "--filter", f"label=sparkfleet.lab={name}", "--format", "{{.Names}}").stdout.split():
+            if c not in wanted:
+                docker("rm", "-f", "-v", c)
+        for h in p["hosts"]:
+            start_node(p, h, tag, pub)
+        wait_ready(p, key)
+    except (LabError, KeyboardInterrupt):
+        log("start failed: removing what was created")
+        down(name, quiet=True)
+        raise
+    write_inventory(p, key)
+    log(f"{nodes} nodes up ({', '.join(h['name'] for h in p['hosts'])}); inventory in inventory/{inv_dirname(name)}/")
+
+
+def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
+    pre = prefix(p["name"])
+    cname = f"{pre}-{h['name']}"
+    state = docker("inspect", "-f", "{{.State.Running}} {{.Config.Image}}", cname, check=False)
+    if state.returncode == 0:
+        running, image = state.stdout.split()
+        if running == "true" and image == tag:
+            return
+        docker("rm", "-f", "-v", cname)
+    ifmap = f"{p['mgmt']}={MGMT_IF}" + (f" {p['fabric']}={FABRIC_IF}" if h["fabric_ip"] else "")
+    caps = [a for c in DROP_CAPS for a in ("--cap-drop", c)]
+    docker("create", "--name", cname, "--hostname", h["name"], "--label", f"sparkfleet.lab={p['name']}",
+           "--cap-add", "ALL", *caps, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+           "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+           "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
+           "-v", f"{cname}-docker:/var/lib/docker", "--stop-signal", "SIGRTMIN+3",
+           "--network", f"{pre}-mgmt", "--ip", h["mgmt_ip"],
+           "-e", f"LAB_IFMAP={ifmap}", "-e", f"LAB_GATEWAY={p['mgmt_gw']}", "-e", f"LAB_AUTHORIZED_KEY={pub}",
+           tag)
+    if h["fabric_ip"]:
+        docker("network", "connect", "--ip", h["fabric_ip"], f"{pre}-fabric", cname)
+    docker("start", cname)
+
+
+def wait_ready(p: dict, key: Path, timeout: float = 90) -> None:
+    pending = {h["name"]: h for h in p["hosts"]}
+    deadline = time.time() + timeout
+    while pending and time.time() < deadline:
+        for n, h in list(pending.items()):
+            res = run(["ssh", *ssh_opts(key), f"sparkadmin@{h['mgmt_ip']}", "sudo -n systemctl is-system-running"],
+                      check=False)
+            if res.stdout.strip() in ("running", "degraded"):
+                del pending[n]
+        if pending:
+            time.sleep(1)
+    if pending:
+        raise LabError(f"nodes not reachable over SSH within {timeout:.0f} s: {', '.join(sorted(pending))}")
+
+
+def ssh_opts(key: Path) -> list[str]:
+    return ["-i", str(key), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=3"]
+
+
+def inv_dirname(name: str) -> str:
+    return "lab" if name == "lab" else f"lab-{name}"
+
+
+def write_inventory(p: dict, key: Path) -> None:
+    """inventory/<lab>/hosts.yml: plain YAML written as JSON (a subset of YAML) for no dependency."""
+    inv = ROOT / "inventory" / inv_dirname(p["name"])
+    inv.mkdir(parents=True, exist_ok=True)
+    def hostvars(h: dict) -> dict:
+        v = {"ansible_host": h["mgmt_ip"], "sparkfleet_node_index": h["index"]}
+        if h["fabric_ip"]:
+            v["sparkfleet_fabric_ip"] = h["fabric_ip"]
+        return v
+    groups = {g: {"hosts": {h["name"]: hostvars(h) for h in p["hosts"] if h["group"] == g}} for g in ("control", "compute")}
+    data = {"all": {
+        "vars": {
+            "ansible_user": "sparkadmin",
+            "ansible_ssh_private_key_file": str(key),
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "ansible_become": True,
+            "sparkfleet_lab": True,
+            "sparkfleet_cluster_name": p["name"],
+            "sparkfleet_mgmt_cidr": p["mgmt"],
+            "sparkfleet_mgmt_interface": MGMT_IF,
+            "sparkfleet_fabric_cidrs": [p["fabric"]],
+            "sparkfleet_fabric_interfaces": [FABRIC_IF],
+            "sparkfleet_admin_cidrs": [f"{p['mgmt_gw']}/32"],
+        },
+        "children": {"cluster": {"children": groups}},
+    }}
+    outside = [h for h in p["hosts"] if h["group"] == "outside"]
+    if outside:
+        data["all"]["children"]["outside"] = {"hosts": {h["name"]: hostvars(h) for h in outside}}
+    (inv / "hosts.yml").write_text("# Written by lab/lab.py; do not edit (regenerated on `lab up`).\n"
+                                   + json.dumps(data, indent=2) + "\n")
+    (STATE / p["name"] / "plan.json").write_text(json.dumps(p, indent=2))
+
+
+def down(name: str, quiet: bool = False) -> None:
+    if not docker_ok():
+        if not quiet:
+            log("no Docker engine running: nothing to remove")
+        shutil.rmtree(ROOT / "inventory" / inv_dirname(name), ignore_errors=True)
+        return
+    pre = prefix(name)
+    cs = docker("ps", "-a", "--filter", f"label=sparkfleet.lab={name}", "--format", "{{.Names}}").stdout.split()
+    if cs:
+        docker("rm", "-f", "-v", *cs)
+    vols = [v for v in docker("volume", "ls", "--format", "{{.Name}}").stdout.split() if v.startswith(pre + "-")]
+    if vols:
+        docker("volume", "rm", "-f", *vols)
+    for net in ("mgmt", "fabric"):
+        docker("network", "rm", f"{pre}-{net}", check=False)
+    shutil.rmtree(ROOT / "inventory" / inv_dirname(name), ignore_errors=True)
+    shutil.rmtree(STATE / name, ignore_errors=True)
+    if not quiet:
+        log(f"lab '{name}' removed ({len(cs)} containers, {len(vols)} volumes, 2 networks, inventory)")
+
+
+def status(name: str) -> None:
+    if not docker_ok():
+        print("no Docker engine running")
+        return
+    out = docker("ps", "-a", "--filter", f"label=sparkfleet.lab={name}", "--format", "{{.Names}}\t{{.Status}}").stdout
+    print(out.strip() or f"lab '{name}': no nodes")
+
+
+def parse_nodes(raw: str) -> int:
+    if not re.fullmatch(r"\d+", raw.strip()) or not MIN_NODES <= int(raw) <= MAX_NODES:
+        raise LabError(f"LAB_NODES={raw!r}: must be a whole number from {MIN_NODES} to {MAX_NODES}")
+    return int(raw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=["up", "down", "status"])
+    ap.add_argument("--nodes", default=os.environ.get("LAB_NODES", "3"))
+    ap.add_argument("--name", default=os.environ.get("LAB_NAME", "lab"))
+    ap.add_argument("--outsider", action="store_true", help="also start a non-cluster host on the management network")
+    ap.add_argument("--suite", default=os.environ.get("LAB_SUITE", "bookworm"))
+    a = ap.parse_args(argv)
+    try:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,20}", a.name):
+            raise LabError(f"LAB_NAME={a.name!r}: use lower-case letters, digits and '-'")
+        if a.action == "up":
+            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite)
+        elif a.action == "down":
+            down(a.name)
+        else:
+            status(a.name)
+    except LabError as e:
+        print(f"lab: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

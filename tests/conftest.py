@@ -1,0 +1,29 @@
+"""Shared pytest helpers: paths to the repo, its fixtures and ../shared/fixtures."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# module_utils import as part of the collection (collections/ansible_collections/sparkfleet/cluster -> repo).
+sys.path.insert(0, str(ROOT / "collections"))
+SHARED = ROOT.parent / "shared" / "fixtures"
+LOCAL = ROOT / "tests" / "fixtures"
+
+
+def read_fixture(path: Path) -> str:
+    """A fixture file minus its '# source:' first line."""
+    text = path.read_text()
+    return text.split("\n", 1)[1] if text.startswith("# source:") else text
+
+
+@pytest.fixture
+def fixture_text():
+    def get(rel: str) -> str:
+        for base in (LOCAL, SHARED):
+            if (base / rel).exists():
+                return read_fixture(base / rel)
+        pytest.skip(f"fixture {rel} not available")
+    return get
