@@ -331,6 +331,7 @@ def write_inventory(p: dict, key: Path) -> None:
     outside = [h for h in p["hosts"] if h["group"] == "outside"]
     if outside:
         data["all"]["children"]["outside"] = {"hosts": {h["name"]: hostvars(h) for h in outside}}
+        data["all"]["vars"]["sparkfleet_extra_groups"] = ["outside"]
     (inv / "hosts.yml").write_text("# Written by lab/lab.py; do not edit (regenerated on `lab up`).\n"
                                    + json.dumps(data, indent=2) + "\n")
     (STATE / p["name"] / "plan.json").write_text(json.dumps(p, indent=2))

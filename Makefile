@@ -1,0 +1,55 @@
+# sparkfleet: the two commands a new user needs are `make lab` and `make test`.
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+LAB_NODES ?= 3
+export LAB_NODES
+
+.PHONY: help deps lab lab-up lab-down converge lint unit molecule test bench drift validate
+
+help:
+	@echo "make lab        build the lab ($(LAB_NODES) nodes) and run site.yml on it"
+	@echo "make test       linters, unit tests, molecule scenarios on lab containers"
+	@echo "make lab-down   remove the lab completely"
+	@echo "make bench      benchmark (2 and 8 nodes): converge, no-op, check, drift, floor"
+	@echo "make drift      drift check of the lab (reports in reports/drift/)"
+	@echo "make validate   validation report of the lab (reports/validate/)"
+
+deps:
+	@scripts/bootstrap.sh
+
+lab-up: deps
+	python3 lab/lab.py up
+
+converge:
+	ansible-playbook site.yml
+
+lab: lab-up converge
+
+lab-down:
+	python3 lab/lab.py down
+
+lint: deps
+	ruff check .
+	yamllint -s .
+	ansible-lint --profile production --offline
+
+unit: deps
+	pytest -q tests/unit
+
+molecule: deps
+	molecule test --all
+
+test: lint unit molecule
+
+bench: deps
+	python3 scripts/bench.py
+
+drift: deps
+	python3 -m sparkfleet_tools.drift --inventory inventory/lab --out reports/drift
+
+validate: deps
+	ansible-playbook playbooks/validate.yml

@@ -1,0 +1,77 @@
+"""Helpers for scenario verify tests: the lab's inventory, SSH to nodes, ansible-playbook runs.
+
+Tests talk only to this scenario's lab nodes (addresses from its generated inventory)."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import testinfra
+
+PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+INVENTORY = Path(os.environ.get("MOLECULE_LAB_INVENTORY", PROJECT / "inventory" / "lab"))
+
+
+def load_inventory(path: Path = INVENTORY) -> dict:
+    data = json.loads((path / "hosts.yml").read_text().split("\n", 1)[1])["all"]
+    hosts = {}
+    for grp, body in data["children"]["cluster"]["children"].items():
+        for name, hv in body["hosts"].items():
+            hosts[name] = dict(hv, group=grp)
+    for name, hv in data["children"].get("outside", {}).get("hosts", {}).items():
+        hosts[name] = dict(hv, group="outside")
+    return {"vars": data["vars"], "hosts": hosts}
+
+
+INV = load_inventory()
+KEY = INV["vars"]["ansible_ssh_private_key_file"]
+NODES = sorted(h for h, v in INV["hosts"].items() if v["group"] != "outside")
+OUTSIDERS = sorted(h for h, v in INV["hosts"].items() if v["group"] == "outside")
+SSH_OPTS = ["-i", KEY, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", "-o", "ControlMaster=auto",
+            "-o", "ControlPath=/tmp/sparkfleet-test-%C", "-o", "ControlPersist=60"]
+
+
+def addr(host: str) -> str:
+    return INV["hosts"][host]["ansible_host"]
+
+
+def ssh(host: str, cmd: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run cmd as root on a lab node (through sudo)."""
+    res = subprocess.run(["ssh", *SSH_OPTS, f"sparkadmin@{addr(host)}", "sudo -n sh -c " + shlex.quote(cmd)],
+                         text=True, capture_output=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"{host}: {cmd!r} exited {res.returncode}: {res.stderr.strip() or res.stdout.strip()}")
+    return res
+
+
+def host(name: str):
+    """A testinfra host for a lab node (SSH backend, sudo)."""
+    return testinfra.get_host(
+        f"ssh://sparkadmin@{addr(name)}?ssh_identity_file={KEY}&controlpersist=60&timeout=10", sudo=True,
+        ssh_extra_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
+
+
+def playbook(*args: str, inventory: Path | str = INVENTORY, env: dict | None = None,
+             timeout: float = 600) -> subprocess.CompletedProcess:
+    venv_bin = PROJECT / ".venv" / "bin"
+    e = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+             PATH=f"{venv_bin}:{os.environ.get('PATH', '')}", **(env or {}))
+    return subprocess.run([str(venv_bin / "ansible-playbook"), "-i", str(inventory), *args], cwd=PROJECT,
+                          text=True, capture_output=True, timeout=timeout, env=e)
+
+
+def recap(output: str) -> dict:
+    """PLAY RECAP -> {host: {ok, changed, unreachable, failed, ...}}."""
+    out, on = {}, False
+    for line in output.splitlines():
+        if line.startswith("PLAY RECAP"):
+            on = True
+            continue
+        if on and ":" in line:
+            name, _, rest = line.partition(":")
+            out[name.strip()] = {k: int(v) for k, v in (p.split("=") for p in rest.split())}
+    return out

@@ -1,0 +1,161 @@
+"""Base layer on real lab nodes: names, SSH trust, time config, sysctl, firewall policy, check mode."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from labtools import INV, NODES, OUTSIDERS, addr, host, playbook, recap, ssh
+
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+
+
+def fabric_ip(h):
+    return INV["hosts"][h]["sparkfleet_fabric_ip"]
+
+
+@pytest.mark.parametrize("src", NODES)
+def test_every_node_resolves_every_name(src):
+    for dst in NODES:
+        out = ssh(src, f"getent ahostsv4 {dst} | head -1; getent ahostsv4 {dst}-fab | head -1").stdout.split("\n")
+        assert out[0].split()[0] == addr(dst), f"{src}: {dst} -> {out[0]}"
+        assert out[1].split()[0] == fabric_ip(dst), f"{src}: {dst}-fab -> {out[1]}"
+
+
+@pytest.mark.parametrize("src", NODES)
+def test_cluster_user_ssh_to_every_node_without_prompt(src):
+    targets = [n for dst in NODES for n in (dst, f"{dst}-fab", addr(dst))]
+    script = "; ".join(f"echo {t}=$(sudo -u spark ssh -o BatchMode=yes -o ConnectTimeout=5 {t} hostname 2>&1)"
+                       for t in targets)
+    got = dict(line.split("=", 1) for line in ssh(src, script).stdout.strip().splitlines())
+    expected = {t: dst for dst in NODES for t in (dst, f"{dst}-fab", addr(dst))}
+    assert got == expected
+
+
+def test_same_user_everywhere_and_sshd_hardened():
+    for n in NODES:
+        h = host(n)
+        assert h.user("spark").uid == 2000 and h.group("spark").gid == 2000
+        conf = h.run("sshd -T").stdout
+        assert "passwordauthentication no" in conf and "kbdinteractiveauthentication no" in conf
+        assert h.file("/home/spark/.ssh/id_ed25519").mode == 0o600
+        assert h.sysctl("net.ipv4.ip_local_port_range") == "50000\t51000" or \
+            h.run("cat /proc/sys/net/ipv4/ip_local_port_range").stdout.split() == ["50000", "51000"]
+
+
+def test_chrony_control_serves_time_to_the_others():
+    ctl = host(CONTROL).file("/etc/chrony/conf.d/sparkfleet.conf").content_string
+    assert "local stratum 10" in ctl and f"allow {INV['vars']['sparkfleet_mgmt_cidr']}" in ctl
+    for n in NODES:
+        if n != CONTROL:
+            conf = host(n).file("/etc/chrony/conf.d/sparkfleet.conf").content_string
+            assert f"server {addr(CONTROL)} iburst prefer" in conf and "local stratum" not in conf
+        assert host(n).service("chrony").is_enabled
+
+
+# ------------------------------------------------------------------ firewall reachability matrix
+LISTEN = r"""
+import socket, threading, sys, time
+ports = [int(p) for p in sys.argv[1].split(',')]
+def tcp(p):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', p)); s.listen(64)
+    s.settimeout(1)
+    end = time.time() + 60
+    while time.time() < end:
+        try: c, _ = s.accept(); c.close()
+        except OSError: pass
+def udp(p):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('0.0.0.0', p)); s.settimeout(1)
+    end = time.time() + 60
+    while time.time() < end:
+        try: d, a = s.recvfrom(100); s.sendto(d, a)
+        except OSError: pass
+for p in ports: threading.Thread(target=tcp, args=(p,), daemon=True).start()
+threading.Thread(target=udp, args=(4791,), daemon=True).start()
+time.sleep(61)
+"""
+PROBE = r"""
+import json, socket, sys, concurrent.futures as cf
+targets = json.loads(sys.argv[1])
+def probe(t):
+    ip, port, proto = t
+    try:
+        if proto == 'tcp':
+            socket.create_connection((ip, port), timeout=2).close(); return True
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b'x', (ip, port))
+        return s.recvfrom(10)[0] == b'x'
+    except OSError:
+        return False
+with cf.ThreadPoolExecutor(32) as ex:
+    print(json.dumps([[*t, ok] for t, ok in zip(targets, ex.map(probe, targets))]))
+"""
+TCP_PORTS = [22, 50500, 6443, 10250, 9100, 12345]
+
+
+def allowed(src, dst, port, proto):
+    """The policy, written independently of the role: who may reach which port."""
+    node = src in NODES
+    if proto == "udp":
+        return node  # RoCEv2 4791 between nodes only
+    if port == 22:
+        return True  # management network (the outsider sits on it) and nodes
+    if port == 9100:
+        return True  # node_exporter: whole management network
+    if port in (50500, 10250):
+        return node  # NCCL range, kubelet: cluster nodes only
+    if port == 6443:
+        return node and dst == CONTROL  # API server only on the control node
+    return False  # unlisted
+
+
+def test_firewall_matrix_matches_policy():
+    for n in NODES:
+        ssh(n, "cat > /tmp/listen.py <<'EOF'\n" + LISTEN + "\nEOF\n"
+               f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:])} >/dev/null 2>&1 &")
+    import time
+    time.sleep(1.5)
+    mismatches = []
+    for src in NODES + OUTSIDERS:
+        targets = [[addr(d), p, "tcp"] for d in NODES for p in TCP_PORTS] + [[addr(d), 4791, "udp"] for d in NODES]
+        if src in NODES:  # NCCL over the fabric too
+            targets += [[fabric_ip(d), 50500, "tcp"] for d in NODES if d != src]
+        ip2host = {addr(d): d for d in NODES} | {fabric_ip(d): d for d in NODES}
+        res = ssh(src, "cat > /tmp/probe.py <<'EOF'\n" + PROBE + "\nEOF\n"
+                       f"python3 /tmp/probe.py '{json.dumps(targets)}'", timeout=120)
+        for ip, port, proto, ok in json.loads(res.stdout):
+            dst = ip2host[ip]
+            if dst == src:
+                continue  # loopback-ish traffic to itself is not the policy under test
+            want = allowed(src, dst, port, proto)
+            if ok != want:
+                mismatches.append(f"{src} -> {dst} ({ip}) {proto}/{port}: {'open' if ok else 'closed'}, want "
+                                  f"{'open' if want else 'closed'}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_unlisted_port_open_without_firewall_shows_the_probe_works():
+    """Guard against a probe that always fails: the outsider has no firewall, so its listener is reachable."""
+    if not OUTSIDERS:
+        pytest.skip("no outsider in this lab")
+    out = OUTSIDERS[0]
+    ssh(out, "cat > /tmp/listen.py <<'EOF'\n" + LISTEN + "\nEOF\nnohup timeout 20 python3 /tmp/listen.py 12345 >/dev/null 2>&1 &")
+    import time
+    time.sleep(1)
+    res = ssh(NODES[0], "cat > /tmp/probe.py <<'EOF'\n" + PROBE + "\nEOF\n"
+                        f"python3 /tmp/probe.py '{json.dumps([[addr(out), 12345, 'tcp']])}'")
+    assert json.loads(res.stdout)[0][3] is True
+
+
+def test_ruleset_survives_reload_and_is_the_only_thing_we_own():
+    h = host(NODES[1])
+    assert h.service("sparkfleet-firewall").is_enabled
+    assert h.file("/etc/sparkfleet/firewall.nft").mode == 0o600
+    assert h.run("nft -c -f /etc/sparkfleet/firewall.nft").rc == 0
+    assert "policy drop" in h.run("nft list chain inet sparkfleet input").stdout
+
+
+def test_check_diff_on_converged_lab_changes_nothing():
+    res = playbook("site.yml", "--check", "--diff")
+    assert res.returncode == 0, res.stdout[-3000:]
+    r = recap(res.stdout)
+    assert set(r) == set(NODES), r
+    assert all(v["changed"] == 0 and v["failed"] == 0 for v in r.values()), r

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what sparkfleet needs on this (controller) machine: host packages and the project venv.
+# Idempotent and quick when everything is there. Debian/Ubuntu; run as root for the packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pair in docker:docker.io dockerd:docker.io mmdebstrap:mmdebstrap ssh:openssh-client ip:iproute2 make:make; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "bootstrap: error: missing ${need[*]} and cannot install them (need root and apt-get)" >&2; exit 1
+  fi
+  echo "bootstrap: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# The venv is rebuilt when requirements.txt changes.
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ ! -x .venv/bin/ansible-playbook ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: creating .venv from requirements.txt" >&2
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2> >(grep -v "is ignored: it is neither" >&2)
+  echo "$want" > "$stamp"
+fi
