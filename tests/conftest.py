@@ -9,6 +9,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # module_utils import as part of the collection (collections/ansible_collections/sparkfleet/cluster -> repo).
 sys.path.insert(0, str(ROOT / "collections"))
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path.insert(0, str(ROOT / "tests"))
 SHARED = ROOT.parent / "shared" / "fixtures"
 LOCAL = ROOT / "tests" / "fixtures"
 

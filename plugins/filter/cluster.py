@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 """Filters over the cluster model (logic in module_utils/cluster_model.py)."""
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ def node_address(cidr, index, offset=10):
     try:
         return cm.node_address(cidr, index, offset)
     except Exception as e:  # netaddr raises several types
-        raise AnsibleFilterError("node_address(%s, %s): %s" % (cidr, index, e))
+        raise AnsibleFilterError("node_address(%s, %s): %s" % (cidr, index, e)) from e
 
 
 def cluster_nodes(hostvars, groups):

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 """The cluster model: nodes, their addresses and names, and the inventory checks.
 
 Plain Python (netaddr only), used on the controller by the filter plugin

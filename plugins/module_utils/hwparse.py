@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 """Parsers for hardware tools' text output (ibstat, nvidia-smi) and sysfs RDMA state.
 
 Plain Python, no Ansible imports: unit-tested on real outputs in tests/unit. Every parser
@@ -205,7 +204,7 @@ def parse_query_gpu(text, fields=GPU_QUERY_FIELDS):
         if len(row) != len(fields) or not re.fullmatch(r"\d+", row[0].strip()):
             notes.append(", ".join(row).strip())
             continue
-        rec = dict(zip(fields, (c.strip() for c in row)))
+        rec = dict(zip(fields, (c.strip() for c in row), strict=False))
         driver = driver or clean(rec.get("driver_version"))
         gpus.append({
             "index": int(rec["index"]),

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Thin wrapper: nvidia-smi --query-gpu (+ --version for CUDA), parsed by module_utils.hwparse.
 from __future__ import annotations
 
@@ -48,8 +47,14 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
-    GPU_QUERY_FIELDS, classify_nvsmi_error, parse_cuda_version, parse_query_gpu, unknown_field)
+    GPU_QUERY_FIELDS,
+    classify_nvsmi_error,
+    parse_cuda_version,
+    parse_query_gpu,
+    unknown_field,
+)
 
 
 def query(module, exe, fields):

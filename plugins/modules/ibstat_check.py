@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Thin wrapper: run ibstat once, parse with module_utils.hwparse, compare with expectations.
 from __future__ import annotations
 
@@ -72,6 +71,7 @@ tool_missing:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import ibstat_problems, parse_ibstat
 
 

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # One task for the whole firewall: check, compare file and live state, load atomically, snapshot.
 from __future__ import annotations
 
@@ -8,8 +7,8 @@ module: nft_ruleset
 short_description: Load an nftables table atomically and detect drift of the live ruleset
 description:
   - Checks I(content) with C(nft -c) before anything changes, writes it to I(path) and loads it with C(nft -f).
-    The content should replace its table atomically (C(table X {}) + C(delete table X) + the table).
-  - Detects drift both in the file and in the kernel: after each load the module keeps a stateless
+    The content should replace its table atomically (an empty C(table X) declaration, C(delete table X), then the table).
+  - Detects drift both in the file and in the kernel. After each load the module keeps a stateless
     listing (C(nft -s list table)) beside the file; a live table that no longer matches it (a rule deleted
     by hand, the table flushed) is reloaded and reported as changed.
   - Other tables (Docker's, Kubernetes') are never touched.

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Thin wrapper: one `nvidia-smi nvlink --status` call, parsed by module_utils.hwparse.
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ DOCUMENTATION = r"""
 module: nvlink_check
 short_description: Read NVLink state with nvidia-smi and check it
 description:
-  - Runs C(nvidia-smi nvlink --status) once. GPU index, name and UUID come from its C(GPU N: NAME (UUID: ...)) lines.
+  - "Runs C(nvidia-smi nvlink --status) once. GPU index, name and UUID come from its C(GPU N: NAME (UUID: ...)) lines."
   - Empty output means no NVLink information (a PCIe GPU, a single H200, a GB10); then C(gpus) is empty, which is a
     problem only if I(min_active_links) > 0.
   - Never changes anything; supports check mode.
@@ -55,8 +54,12 @@ error:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
-    classify_nvsmi_error, nvlink_problems, parse_nvlink_status)
+    classify_nvsmi_error,
+    nvlink_problems,
+    parse_nvlink_status,
+)
 
 
 def main():

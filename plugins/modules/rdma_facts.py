@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Thin wrapper over module_utils.hwparse.read_rdma_sysfs: no text parsing, sysfs only.
 from __future__ import annotations
 
@@ -43,6 +42,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import read_rdma_sysfs
 
 

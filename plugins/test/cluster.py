@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 """Tests (for select/selectattr) over lists."""
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import hwparse as hw
 
+
 # ------------------------------------------------------------------ ibstat
 def test_ibstat_h100_ethernet_some_down(fixture_text):
     cas, notes = hw.parse_ibstat(fixture_text("ibstat/ibstat__gpud-h100-ethernet-some-down.txt"))
@@ -190,3 +191,20 @@ def test_fuzz_truncation_and_garbage_never_raise(seed, fixture_text):
             hw.parse_query_gpu(t)
             hw.classify_nvsmi_error(t, rnd.choice([0, 2, 9, None]))
             hw.parse_cuda_version(t)
+
+
+# ------------------------------------------------------------------ sysfs
+def test_rdma_sysfs_dgx_spark(tmp_path):
+    from sysfs_fixture import spark_sysfs
+    devs = {d["name"]: d for d in hw.read_rdma_sysfs(str(spark_sysfs(tmp_path)))}
+    assert sorted(devs) == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    p = devs["rocep1s0f0"]["ports"][0]
+    assert (p["port"], p["state"], p["physical_state"], p["rate_gbps"], p["link_layer"], p["netdev"]) == (
+        1, "ACTIVE", "LinkUp", 200.0, "Ethernet", "enp1s0f0np0")
+    assert p["roce_v2_gid_index"] == 3 and p["ipv4"] == "192.168.100.10"
+    assert devs["roceP2p1s0f0"]["ports"][0]["ipv4"] == "192.168.100.14"
+    down = devs["rocep1s0f1"]["ports"][0]
+    assert down["state"] == "DOWN" and down["physical_state"] == "Disabled" and down["netdev"] == "enp1s0f1np1"
+    # No IPv4 address on a down port: the RoCE v2 GID is the link-local one (index 1).
+    assert down["roce_v2_gid_index"] == 1 and down["ipv4"] is None
+    assert hw.read_rdma_sysfs(str(tmp_path / "nothing")) == []

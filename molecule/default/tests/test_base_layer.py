@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from labtools import INV, NODES, OUTSIDERS, addr, host, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")

@@ -5,6 +5,7 @@ import copy
 import json
 
 import pytest
+
 from labtools import INVENTORY, NODES, playbook, recap
 
 BASE = json.loads((INVENTORY / "hosts.yml").read_text().split("\n", 1)[1])

@@ -1,0 +1,170 @@
+"""Each module run through Ansible, with a replay script on PATH standing in for the tool.
+
+The replay prints a recorded real output (tests/fixtures, ../shared/fixtures) and exits with the
+recorded exit code, so the module's whole path (argument spec, tool lookup, parsing, result) runs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import LOCAL, ROOT, SHARED, read_fixture
+
+ANSIBLE = Path(sys.executable).parent / "ansible"
+
+
+def fixture(rel):
+    for base in (LOCAL, SHARED):
+        if (base / rel).exists():
+            return read_fixture(base / rel)
+    pytest.skip(f"fixture {rel} not available")
+
+
+def make_tool(bindir: Path, name: str, cases: dict[str, tuple[str, int]]):
+    """A shell script answering `name ARGS` with (output, exit code) from cases[ARGS] ('*' = any)."""
+    bindir.mkdir(exist_ok=True)
+    lines = ["#!/bin/sh", 'case "$*" in']
+    for i, (args, (out, rc)) in enumerate(cases.items()):
+        f = bindir / f"{name}.{i}.out"
+        f.write_text(out)
+        pattern = "*" if args == "*" else '"' + args + '"'
+        lines.append(f'  {pattern}) cat "{f}"; exit {rc};;')
+    lines += ['  *) echo "replay: unexpected arguments: $*" >&2; exit 99;;', "esac"]
+    tool = bindir / name
+    tool.write_text("\n".join(lines) + "\n")
+    tool.chmod(0o755)
+
+
+def run_module(module: str, args: dict, bindir: Path | None) -> tuple[bool, dict]:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_DEPRECATION_WARNINGS="0",
+               PATH=(f"{bindir}:" if bindir else "") + "/usr/bin:/bin")
+    res = subprocess.run([str(ANSIBLE), "localhost", "-c", "local", "-i", "localhost,", "-o",
+                          "-e", f"ansible_python_interpreter={sys.executable}",
+                          "-m", f"sparkfleet.cluster.{module}", *(["-a", json.dumps(args)] if args else [])],
+                         cwd=ROOT, env=env, text=True, capture_output=True, timeout=120)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("localhost |")), "")
+    assert "=>" in line, res.stdout + res.stderr
+    status, _, payload = line.partition(" => ")
+    return "SUCCESS" in status, json.loads(payload)
+
+
+def test_ibstat_check_reports_down_ports(tmp_path):
+    make_tool(tmp_path, "ibstat", {"": (fixture("ibstat/ibstat__gpud-h100-ethernet-some-down.txt"), 0)})
+    ok, r = run_module("ibstat_check", {"link_layer": "Ethernet"}, tmp_path)
+    assert not ok and r["changed"] is False
+    assert {(p["ca"], p["port"]) for p in r["problems"]} == {("mlx5_5", 1), ("mlx5_11", 1)}
+    assert "mlx5_5 port 1: state Down, expected Active" in r["msg"]
+    assert len(r["cas"]) == 12
+    ok, r = run_module("ibstat_check", {"devices": ["mlx5_0", "mlx5_3"], "min_rate_gbps": 400}, tmp_path)
+    assert ok and r["problems"] == []
+
+
+def test_ibstat_check_tool_missing_is_not_no_ports(tmp_path):
+    ok, r = run_module("ibstat_check", {}, tmp_path)  # empty bin dir: no ibstat
+    assert not ok and r["tool_missing"] is True and "ibstat not installed" in r["msg"]
+    make_tool(tmp_path, "ibstat", {"": ("", 0)})
+    ok, r = run_module("ibstat_check", {}, tmp_path)
+    assert not ok and r["tool_missing"] is False and "ibstat listed no CA" in r["msg"]
+
+
+def test_ibstat_check_nonzero_exit_is_a_problem(tmp_path):
+    make_tool(tmp_path, "ibstat", {"": ("ibpanic: [2214] main: stat of IB device 'mlx5_0' failed: No such file\n", 255)})
+    ok, r = run_module("ibstat_check", {"fail_on_problems": False}, tmp_path)
+    assert ok and r["cas"] == []
+    assert any("exited 255" in p["reason"] for p in r["problems"])
+
+
+def test_nvlink_check_a100(tmp_path):
+    make_tool(tmp_path, "nvidia-smi", {"nvlink --status": (fixture("nvidia-smi/nvidia-smi-nvlink-status__gpud-a100-sxm4.txt"), 0)})
+    ok, r = run_module("nvlink_check", {"min_active_links": 12, "min_speed_gbps": 25}, tmp_path)
+    assert ok and len(r["gpus"]) == 8 and r["error"] is None
+    assert all(len(g["links"]) == 12 for g in r["gpus"])
+    ok, r = run_module("nvlink_check", {"min_active_links": 18}, tmp_path)
+    assert not ok and "GPU 0 link -: 12 active links, expected >= 18" in r["msg"]
+
+
+def test_nvlink_check_empty_output_h200(tmp_path):
+    make_tool(tmp_path, "nvidia-smi", {"nvlink --status": (fixture("nvidia-smi/h200-device/nvlink-status.txt"), 0)})
+    ok, r = run_module("nvlink_check", {}, tmp_path)
+    assert ok and r["gpus"] == [] and r["problems"] == []
+    ok, r = run_module("nvlink_check", {"min_active_links": 1}, tmp_path)
+    assert not ok and "no NVLink information" in r["msg"]
+
+
+def test_nvlink_check_driver_mismatch(tmp_path):
+    make_tool(tmp_path, "nvidia-smi", {"*": (fixture("nvidia-smi/nvidia-smi__tinygrad-ogkm-47-version-mismatch.txt"), 18)})
+    ok, r = run_module("nvlink_check", {"fail_on_problems": False}, tmp_path)
+    assert ok and r["error"]["kind"] == "driver_library_mismatch"
+
+
+QUERY = "--query-gpu=index,name,uuid,pci.bus_id,memory.total,driver_version,fabric.state,fabric.status --format=csv,noheader,nounits"
+
+
+def test_gpu_facts_real_h200(tmp_path):
+    make_tool(tmp_path, "nvidia-smi", {QUERY: (fixture("nvidia-smi/h200-device/query-gpu-csv-noheader.txt"), 0),
+                                       "--version": (fixture("nvidia-smi/h200-device/version.txt"), 0)})
+    ok, r = run_module("gpu_facts", {}, tmp_path)
+    nv = r["ansible_facts"]["nvidia"]
+    assert ok and r["changed"] is False
+    assert nv == {"driver_version": "580.159.04", "cuda_version": "13.0", "error": None,
+                  "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-48bd4383-4bb8-eed2-190d-057a4b212c62",
+                            "pci_bus_id": "00000000:00:06.0", "memory_total_mib": 143771,
+                            "fabric_state": None, "fabric_status": None}]}
+
+
+def test_gpu_facts_gb10_not_supported_and_old_driver_fallback(tmp_path):
+    gb10 = "0, NVIDIA GB10, GPU-aaaa, 0000000F:01:00.0, [N/A], 580.126.09\n"
+    old = QUERY.replace(",fabric.state,fabric.status", "")
+    make_tool(tmp_path, "nvidia-smi", {
+        QUERY: ('Field "fabric.state" is not a valid field to query.\n\n', 2),
+        QUERY.replace(",fabric.status", ""): ('Field "fabric.state" is not a valid field to query.\n', 2),
+        QUERY.replace("fabric.state,", ""): ('Field "fabric.status" is not a valid field to query.\n', 2),
+        old: (gb10, 0),
+        "--version": ("", 4),
+        "": (fixture("nvidia-smi/nvidia-smi__arctictraining-345-gb10-memory-not-supported.txt"), 0)})
+    ok, r = run_module("gpu_facts", {}, tmp_path)
+    nv = r["ansible_facts"]["nvidia"]
+    assert ok and nv["error"] is None and nv["cuda_version"] == "13.0"
+    assert nv["gpus"][0]["memory_total_mib"] is None and nv["gpus"][0]["name"] == "NVIDIA GB10"
+
+
+@pytest.mark.parametrize("out,rc,kind", [
+    ("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.124\n", 18, "driver_library_mismatch"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9, "no_driver"),
+    ("No devices were found\n", 6, "no_devices"),
+    ("Segmentation fault\n", 139, "other"),
+])
+def test_gpu_facts_errors_do_not_fail(tmp_path, out, rc, kind):
+    make_tool(tmp_path, "nvidia-smi", {"*": (out, rc)})
+    ok, r = run_module("gpu_facts", {}, tmp_path)
+    assert ok and r["ansible_facts"]["nvidia"]["error"]["kind"] == kind
+
+
+def test_gpu_facts_without_nvidia_smi(tmp_path):
+    ok, r = run_module("gpu_facts", {}, tmp_path)
+    assert ok and r["ansible_facts"]["nvidia"]["error"]["kind"] == "no_driver"
+    ok, r = run_module("gpu_facts", {"nvidia_smi": "nvidia-smi; rm -rf /"}, tmp_path)
+    assert not ok and "unusable value" in r["msg"]
+
+
+def test_rdma_facts_from_fake_sysfs(tmp_path):
+    from sysfs_fixture import spark_sysfs
+    root = spark_sysfs(tmp_path)
+    ok, r = run_module("rdma_facts", {"sysfs_root": str(root)}, None)
+    rd = r["ansible_facts"]["rdma"]
+    assert ok and rd["present"] is True
+    assert [d["name"] for d in rd["devices"]] == ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"]
+    ok, r = run_module("rdma_facts", {"sysfs_root": str(tmp_path / "empty")}, None)
+    assert ok and r["ansible_facts"]["rdma"] == {"present": False, "devices": []}
+
+
+def test_ansible_doc_shows_every_module():
+    doc = Path(sys.executable).parent / "ansible-doc"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    for m in ("ibstat_check", "nvlink_check", "gpu_facts", "rdma_facts", "nft_ruleset"):
+        res = subprocess.run([str(doc), f"sparkfleet.cluster.{m}"], cwd=ROOT, env=env, text=True, capture_output=True)
+        assert res.returncode == 0 and "OPTIONS" in res.stdout and "RETURN VALUES" in res.stdout, (m, res.stderr)
