@@ -1,0 +1,186 @@
+"""sparkfleet drift check: run site.yml in check-and-diff mode and report every task that would change.
+
+    python3 -m sparkfleet_tools.drift --inventory inventory/lab --out reports/drift
+
+Exit codes (never confused): 0 = no drift, 2 = drift, 1 = the run itself failed (unreachable
+host, task error, bad inventory). Unreachable hosts are listed as such, never as drift.
+It never changes a host: ansible-playbook runs with --check --diff.
+Reports: JSON, Markdown (for people) and JUnit XML (for CI), in a timestamped folder under --out,
+with the last --keep runs kept and copies of the newest as latest.{json,md,xml}. With --textfile,
+also a node_exporter textfile metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sparkfleet_tools import report
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+
+
+def diff_text(res: dict, limit: int = 4000) -> str:
+    """The task's diff, as unified text where the module gave before/after."""
+    diffs = res.get("diff") or []
+    if isinstance(diffs, dict):
+        diffs = [diffs]
+    out = []
+    for d in diffs:
+        if not isinstance(d, dict):
+            continue
+        if "prepared" in d:
+            out.append(str(d["prepared"]))
+        elif "before" in d or "after" in d:
+            import difflib
+            before = d.get("before") if isinstance(d.get("before"), str) else json.dumps(d.get("before"), indent=1, sort_keys=True)
+            after = d.get("after") if isinstance(d.get("after"), str) else json.dumps(d.get("after"), indent=1, sort_keys=True)
+            out.extend(difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
+                                            str(d.get("before_header", "before")), str(d.get("after_header", "after")),
+                                            lineterm=""))
+    text = "\n".join(out)
+    return text[:limit] + ("\n... (cut)" if len(text) > limit else "")
+
+
+def collect(events) -> dict:
+    """Runner events -> per-host drift, errors, unreachable."""
+    hosts: dict[str, dict] = {}
+    stats = None
+
+    def h(name):
+        return hosts.setdefault(name, {"status": "ok", "drift": [], "errors": [], "ok": 0})
+
+    for ev in events:
+        kind, data = ev.get("event"), ev.get("event_data") or {}
+        host = data.get("host")
+        task = {"task": data.get("task"), "play": data.get("play"), "role": data.get("role") or None,
+                "action": data.get("task_action"), "path": data.get("task_path")}
+        res = data.get("res") or {}
+        if kind == "runner_on_ok" and host:
+            h(host)["ok"] += 1
+            if res.get("changed"):
+                h(host)["drift"].append(dict(task, diff=diff_text(res)))
+        elif kind == "runner_on_failed" and host and not data.get("ignore_errors"):
+            h(host)["errors"].append(dict(task, msg=str(res.get("msg", ""))[:2000]))
+        elif kind == "runner_on_unreachable" and host:
+            h(host)["unreachable"] = str(res.get("msg", ""))[:500]
+        elif kind == "playbook_on_stats":
+            stats = data
+    for name, rec in hosts.items():
+        if rec.get("unreachable"):
+            rec["status"] = "unreachable"
+        elif rec["errors"]:
+            rec["status"] = "error"
+        elif rec["drift"]:
+            rec["status"] = "drift"
+    return {"hosts": dict(sorted(hosts.items())), "stats": stats}
+
+
+def run(args) -> dict:
+    import ansible_runner  # imported here so --help works without the venv
+
+    inventory = str(Path(args.inventory).resolve())
+    playbook = str(Path(args.playbook).resolve())
+    cmdline = ["--check", "--diff"]
+    if args.limit:
+        cmdline += ["--limit", args.limit]
+    for e in args.extra_vars or []:
+        cmdline += ["-e", e]
+    env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
+           "ANSIBLE_RETRY_FILES_ENABLED": "0"}
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="sparkfleet-drift-") as pdd:
+        r = ansible_runner.run(private_data_dir=pdd, project_dir=str(ROOT), playbook=playbook, inventory=inventory,
+                               cmdline=" ".join(_quote(c) for c in cmdline), envvars=env, quiet=not args.verbose,
+                               settings={"suppress_ansible_output": not args.verbose})
+        events = list(r.events)
+        rc, runner_status = r.rc, r.status
+        stdout_tail = ""
+        if rc != 0:
+            try:
+                stdout_tail = "\n".join(r.stdout.read().splitlines()[-30:])
+            except (OSError, AttributeError):
+                stdout_tail = ""
+    result = collect(events)
+    hosts = result["hosts"]
+    drifted = {n: rec for n, rec in hosts.items() if rec["drift"]}
+    unreachable = sorted(n for n, rec in hosts.items() if rec["status"] == "unreachable")
+    errors = sorted(n for n, rec in hosts.items() if rec["status"] == "error")
+    failed_run = rc != 0 or bool(unreachable) or bool(errors)
+    status = "error" if failed_run else ("drift" if drifted else "ok")
+    return {
+        "tool": "sparkfleet drift check",
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inventory": inventory, "playbook": playbook, "limit": args.limit,
+        "status": status, "exit_code": {"ok": EXIT_OK, "drift": EXIT_DRIFT, "error": EXIT_ERROR}[status],
+        "ansible_rc": rc, "runner_status": runner_status, "duration_s": round(time.time() - start, 2),
+        "drifted_tasks": sum(len(rec["drift"]) for rec in hosts.values()),
+        "unreachable": unreachable, "errored": errors,
+        "hosts": hosts,
+        "output_tail": stdout_tail if failed_run and not hosts else "",
+    }
+
+
+def _quote(s: str) -> str:
+    import shlex
+    return shlex.quote(s)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--inventory", "-i", default=str(ROOT / "inventory" / "lab"))
+    ap.add_argument("--playbook", default=str(ROOT / "site.yml"))
+    ap.add_argument("--limit", "-l")
+    ap.add_argument("--extra-vars", "-e", action="append", help="passed to ansible-playbook -e")
+    ap.add_argument("--out", default=str(ROOT / "reports" / "drift"))
+    ap.add_argument("--keep", type=int, default=14, help="runs to keep in --out")
+    ap.add_argument("--textfile", help="node_exporter textfile (.prom) to write")
+    ap.add_argument("--verbose", "-v", action="store_true", help="show ansible-playbook output")
+    args = ap.parse_args(argv)
+    if not Path(args.inventory).exists():
+        print(f"drift: error: inventory {args.inventory} not found", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        data = run(args)
+    except Exception as e:  # a broken run is exit 1, never "no drift"
+        data = {"tool": "sparkfleet drift check", "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "inventory": args.inventory, "playbook": args.playbook, "status": "error", "exit_code": EXIT_ERROR,
+                "hosts": {}, "unreachable": [], "errored": [], "drifted_tasks": 0, "duration_s": 0,
+                "output_tail": f"{type(e).__name__}: {e}"}
+    folder = write_reports(data, Path(args.out), args.keep)
+    if args.textfile:
+        report.write_textfile(Path(args.textfile), data)
+    print(report.summary_line(data, folder))
+    return data["exit_code"]
+
+
+def write_reports(data: dict, out: Path, keep: int) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = out / stamp
+    n = 1
+    while folder.exists():
+        folder = out / f"{stamp}-{n}"
+        n += 1
+    folder.mkdir(parents=True)
+    files = {"report.json": json.dumps(data, indent=2) + "\n", "report.md": report.drift_markdown(data),
+             "report.xml": report.drift_junit(data)}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        (out / ("latest" + Path(name).suffix)).write_text(text)
+    runs = sorted(p for p in out.iterdir() if p.is_dir())
+    for old in runs[:-keep] if keep > 0 else []:
+        shutil.rmtree(old, ignore_errors=True)
+    os.chmod(folder, 0o755)
+    return folder
+
+
+if __name__ == "__main__":
+    sys.exit(main())
