@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sparkfleet_tools import report
@@ -118,7 +118,7 @@ def run(args) -> dict:
     status = "error" if failed_run else ("drift" if drifted else "ok")
     return {
         "tool": "sparkfleet drift check",
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "inventory": inventory, "playbook": playbook, "limit": args.limit,
         "status": status, "exit_code": {"ok": EXIT_OK, "drift": EXIT_DRIFT, "error": EXIT_ERROR}[status],
         "ansible_rc": rc, "runner_status": runner_status, "duration_s": round(time.time() - start, 2),
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     try:
         data = run(args)
     except Exception as e:  # a broken run is exit 1, never "no drift"
-        data = {"tool": "sparkfleet drift check", "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        data = {"tool": "sparkfleet drift check", "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "inventory": args.inventory, "playbook": args.playbook, "status": "error", "exit_code": EXIT_ERROR,
                 "hosts": {}, "unreachable": [], "errored": [], "drifted_tasks": 0, "duration_s": 0,
                 "output_tail": f"{type(e).__name__}: {e}"}
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
 
 
 def write_reports(data: dict, out: Path, keep: int) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = out / stamp
     n = 1
     while folder.exists():

@@ -1,0 +1,106 @@
+"""Drift check on the converged lab: zero drift, planted drift named exactly, unreachable != drift,
+and the drift run itself changes nothing."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from labtools import INV, INVENTORY, NODES, PROJECT, playbook, ssh
+
+PY = str(PROJECT / ".venv" / "bin" / "python")
+LAB = INV["vars"]["sparkfleet_cluster_name"]
+DIGEST = ("sha256sum /etc/hosts /etc/ssh/ssh_known_hosts /etc/ssh/sshd_config.d/50-sparkfleet.conf "
+          "/etc/chrony/conf.d/sparkfleet.conf /etc/sparkfleet/firewall.nft /etc/sysctl.d/60-sparkfleet-nccl.conf "
+          "/home/spark/.ssh/authorized_keys; nft -s list table inet sparkfleet | sha256sum; "
+          "cat /proc/sys/net/ipv4/ip_local_port_range; systemctl is-active sparkfleet-firewall ssh; "
+          "systemctl is-enabled sparkfleet-firewall chrony")
+
+
+def drift(tmp_path, *extra):
+    res = subprocess.run([PY, "-m", "sparkfleet_tools.drift", "--inventory", str(INVENTORY), "--out", str(tmp_path), *extra],
+                         cwd=PROJECT, text=True, capture_output=True, timeout=600,
+                         env=dict(os.environ, PATH=f"{PROJECT}/.venv/bin:{os.environ['PATH']}"))
+    report = json.loads((tmp_path / "latest.json").read_text())
+    return res, report
+
+
+def drifted(report):
+    return {h: sorted(d["task"] for d in r["drift"]) for h, r in report["hosts"].items() if r["drift"]}
+
+
+def digests():
+    return {n: ssh(n, DIGEST, check=False).stdout for n in NODES}
+
+
+def test_converged_lab_has_no_drift(tmp_path):
+    res, report = drift(tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert report["status"] == "ok" and drifted(report) == {}
+    assert set(report["hosts"]) == set(NODES)
+    for name in ("latest.md", "latest.xml"):
+        assert (tmp_path / name).stat().st_size > 100
+    assert 'failures="0"' in (tmp_path / "latest.xml").read_text()
+
+
+def test_planted_drift_is_named_exactly(tmp_path):
+    a, b, c = NODES[0], NODES[1], NODES[2]
+    ssh(a, f"sed -i 's/^\\(\\S*\\) {c}-fab$/10.80.0.250 {c}-fab/' /etc/hosts && grep -q '10.80.0.250 {c}-fab' /etc/hosts")
+    ssh(b, "h=$(nft -a list chain inet sparkfleet input | awk '/dport 50000-51000/ {print $NF; exit}'); "
+           "nft delete rule inet sparkfleet input handle $h")
+    ssh(b, "sysctl -qw net.ipv4.ip_local_port_range='32768 60999'")
+    ssh(c, "systemctl stop sparkfleet-firewall")
+    try:
+        before = digests()
+        res, report = drift(tmp_path)
+        assert digests() == before, "the drift run changed a node"
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert report["status"] == "drift"
+        assert drifted(report) == {
+            a: ["Write the cluster block in /etc/hosts"],
+            b: ["Load the cluster ruleset (checked with nft -c first; live drift repaired)",
+                "Pin the ephemeral port range to the NCCL range"],
+            c: ["Firewall unit enabled and active",
+                "Load the cluster ruleset (checked with nft -c first; live drift repaired)"],
+        }
+        md = (tmp_path / "latest.md").read_text()
+        assert f"## {a}: Write the cluster block in /etc/hosts" in md and "10.80.0.250" in md
+        assert 'failures="3"' in (tmp_path / "latest.xml").read_text()
+    finally:
+        fix = playbook("site.yml")
+        assert fix.returncode == 0, fix.stdout[-2000:]
+    res, report = drift(tmp_path)
+    assert res.returncode == 0 and drifted(report) == {}
+
+
+def test_unreachable_host_is_a_failed_run_not_drift(tmp_path):
+    victim = NODES[-1]
+    container = f"sparkfleet-{INV['vars']['sparkfleet_cluster_name']}-{victim}"
+    # Stop sshd and end its sessions (Ansible's persistent connections with them): new ones are refused.
+    subprocess.run(["docker", "exec", container, "sh", "-c", "systemctl stop ssh.socket ssh.service; pkill -x sshd; true"],
+                   check=False)
+    try:
+        res, report = drift(tmp_path)
+    finally:
+        subprocess.run(["docker", "exec", container, "systemctl", "start", "ssh.service"], check=True)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert report["status"] == "error" and report["unreachable"] == [victim]
+    assert report["hosts"][victim]["status"] == "unreachable" and report["hosts"][victim]["drift"] == []
+    assert victim in res.stdout and "unreachable" in res.stdout
+
+
+def test_textfile_metric(tmp_path):
+    prom = tmp_path / "m" / "sparkfleet_drift.prom"
+    res, _ = drift(tmp_path, "--textfile", str(prom))
+    text = prom.read_text()
+    assert res.returncode == 0
+    assert "sparkfleet_drift_last_run_status 0" in text
+    for n in NODES:
+        assert f'sparkfleet_drift_tasks{{host="{n}"}} 0' in text
+
+
+def test_no_python_traceback_on_missing_inventory(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "sparkfleet_tools.drift", "--inventory", str(tmp_path / "nope")],
+                         cwd=PROJECT, text=True, capture_output=True)
+    assert res.returncode == 1 and "not found" in res.stderr
