@@ -74,7 +74,7 @@ def collect(events) -> dict:
             h(host)["unreachable"] = str(res.get("msg", ""))[:500]
         elif kind == "playbook_on_stats":
             stats = data
-    for name, rec in hosts.items():
+    for rec in hosts.values():
         if rec.get("unreachable"):
             rec["status"] = "unreachable"
         elif rec["errors"]:

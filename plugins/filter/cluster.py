@@ -32,8 +32,14 @@ def ip_in_any(ip, cidrs):
     return cm.ip_in_any(ip, cidrs)
 
 
+def mtu_peers(nodes, mtu):
+    """Peers' fabric addresses as node_checks mtu_peers entries."""
+    return [{"name": n, "ip": ip, "mtu": int(mtu)}
+            for node in nodes for n, ip in zip(node["fabric_names"], node["fabric_ips"])]
+
+
 class FilterModule:
     def filters(self):
         return {"node_address": node_address, "cluster_nodes": cluster_nodes,
                 "inventory_errors": inventory_errors, "host_errors": host_errors,
-                "ip_in_any": ip_in_any}
+                "ip_in_any": ip_in_any, "mtu_peers": mtu_peers}

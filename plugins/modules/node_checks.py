@@ -1,0 +1,225 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# One task runs every per-node validation check (fewer, fatter tasks: ../shared/notes/performance.md).
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_checks
+short_description: Run the per-node validation checks in one call
+description:
+  - Checks services, the firewall table, time sync, name resolution, SSH trust to peers, fabric MTU to peers
+    (ping with fragmentation forbidden) and GPU access from a container, in parallel, each bounded in time.
+  - Every check returns C(pass), C(fail) or C(not_checked) with the reason; a check that cannot run is never a pass.
+  - Never changes anything; supports check mode. Never fails the task for failed checks (the caller decides).
+version_added: "0.1.0"
+author: sparkfleet developers
+options:
+  services:
+    description: systemd units that must be active.
+    type: list
+    elements: str
+    default: []
+  services_optional:
+    description: Units checked only where they are installed and not skipped by a unit condition (listed as not_checked otherwise).
+    type: list
+    elements: str
+    default: []
+  nft_table:
+    description: nftables table that must be loaded (C(FAMILY NAME)); empty to skip.
+    type: str
+    default: ""
+  time_sync:
+    description: Check chrony's sync state.
+    type: bool
+    default: true
+  max_time_offset_s:
+    description: Largest clock offset accepted.
+    type: float
+    default: 0.1
+  names:
+    description: Host names and the address each must resolve to.
+    type: dict
+    default: {}
+  ssh_user:
+    description: User whose passwordless SSH to the peers is checked.
+    type: str
+    default: ""
+  ssh_peers:
+    description: Names to reach over SSH as I(ssh_user).
+    type: list
+    elements: str
+    default: []
+  mtu_peers:
+    description: Peers to ping with the full MTU and fragmentation forbidden, each C({name, ip, mtu}).
+    type: list
+    elements: dict
+    default: []
+  gpu_container_image:
+    description: Image for the container GPU check (C(nvidia-smi -L) inside C(docker run --gpus all)); empty to skip.
+    type: str
+    default: ""
+  expected_gpus:
+    description: GPUs the container must see (0 = no GPU on this node, the check is not_checked).
+    type: int
+    default: 0
+"""
+
+EXAMPLES = r"""
+- name: Validate the node
+  sparkfleet.cluster.node_checks:
+    services: [ssh, sparkfleet-firewall]
+    nft_table: inet sparkfleet
+    names: {spark-02: 10.0.0.12, spark-02-fab: 10.1.0.12}
+    ssh_user: spark
+    ssh_peers: [spark-02, spark-02-fab]
+    mtu_peers: [{name: spark-02-fab, ip: 10.1.0.12, mtu: 9000}]
+  register: checks
+"""
+
+RETURN = r"""
+checks:
+  description: One entry per check, C({check, target, status, detail}); status is pass, fail or not_checked.
+  returned: always
+  type: list
+  elements: dict
+failed_checks:
+  description: Number of checks with status fail.
+  returned: always
+  type: int
+"""
+
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def result(check, target, status, detail=""):
+    return {"check": check, "target": target, "status": status, "detail": detail}
+
+
+class Checker:
+    def __init__(self, module):
+        self.m = module
+
+    def run(self, argv, timeout=20):
+        rc, out, err = self.m.run_command(["timeout", str(timeout)] + argv)
+        return rc, out or "", err or ""
+
+    def service(self, unit, optional=False):
+        rc, out, _ = self.run(["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState,ConditionResult"])
+        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        if props.get("LoadState") != "loaded":
+            return result("service", unit, "not_checked" if optional else "fail", "unit not installed")
+        if props.get("ActiveState") == "active":
+            return result("service", unit, "pass", props.get("SubState", ""))
+        if props.get("ConditionResult") == "no":
+            return result("service", unit, "not_checked", "unit skipped itself: a start condition is not met "
+                          "(for chrony in a container: no CAP_SYS_TIME)")
+        return result("service", unit, "fail", "state %s/%s" % (props.get("ActiveState"), props.get("SubState")))
+
+    def nft(self, table):
+        if not self.m.get_bin_path("nft"):
+            return result("firewall", table, "fail", "nft not installed")
+        rc, out, err = self.run(["nft", "list", "table"] + table.split())
+        if rc != 0:
+            return result("firewall", table, "fail", "table not loaded: %s" % (err.strip() or out.strip())[:200])
+        if "policy drop" not in out:
+            return result("firewall", table, "fail", "no default-drop input chain")
+        return result("firewall", table, "pass", "%d rules" % sum(1 for line in out.splitlines() if "accept" in line))
+
+    def time_sync(self, max_offset):
+        if not self.m.get_bin_path("chronyc"):
+            return result("time_sync", "chrony", "fail", "chronyc not installed")
+        rc, out, _ = self.run(["systemctl", "is-active", "chrony"])
+        if out.strip() != "active":
+            return result("time_sync", "chrony", "not_checked", "chronyd not running (%s)" % out.strip())
+        rc, out, err = self.run(["chronyc", "-n", "tracking"])
+        fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()))
+        if rc != 0 or "Leap status" not in fields:
+            return result("time_sync", "chrony", "fail", (err or out).strip()[:200])
+        if fields["Leap status"] != "Normal":
+            return result("time_sync", "chrony", "fail", "not synchronised (leap status %s)" % fields["Leap status"])
+        try:
+            offset = abs(float(fields.get("System time", "0").split()[0]))
+        except ValueError:
+            offset = 0.0
+        if offset > max_offset:
+            return result("time_sync", "chrony", "fail", "offset %.3f s > %.3f s" % (offset, max_offset))
+        return result("time_sync", "chrony", "pass", "source %s, offset %.6f s" % (fields.get("Reference ID", "?"), offset))
+
+    def resolve(self, name, want):
+        try:
+            got = socket.getaddrinfo(name, None, socket.AF_INET)[0][4][0]
+        except OSError as e:
+            return result("resolve", name, "fail", str(e))
+        return result("resolve", name, "pass" if got == want else "fail", "%s (want %s)" % (got, want))
+
+    def ssh(self, user, peer):
+        rc, out, err = self.run(["runuser", "-u", user, "--", "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                                 peer, "hostname"], timeout=15)
+        if rc == 0:
+            return result("ssh_trust", peer, "pass", "as %s -> %s" % (user, out.strip()))
+        return result("ssh_trust", peer, "fail", "as %s: %s" % (user, (err or out).strip()[:200] or "exit %d" % rc))
+
+    def mtu(self, peer):
+        size = int(peer["mtu"]) - 28  # IPv4 + ICMP headers
+        rc, out, err = self.run(["ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(size), peer["ip"]], timeout=10)
+        name = "%s (%s)" % (peer.get("name", peer["ip"]), peer["ip"])
+        if rc == 0:
+            return result("fabric_mtu", name, "pass", "%d-byte packets, fragmentation forbidden" % peer["mtu"])
+        text = (out + err).strip().splitlines()
+        hint = next((t for t in text if "mtu" in t.lower() or "too long" in t.lower()), text[-1] if text else "")
+        return result("fabric_mtu", name, "fail", "no %d-byte path: %s" % (peer["mtu"], hint[:200]))
+
+    def gpu_container(self, image, expected):
+        if expected <= 0:
+            return result("container_gpu", image or "-", "not_checked", "no NVIDIA GPU on this node")
+        if not self.m.get_bin_path("docker"):
+            return result("container_gpu", image, "not_checked", "docker not installed")
+        rc, out, err = self.run(["docker", "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"], timeout=180)
+        seen = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+        if rc != 0:
+            return result("container_gpu", image, "fail", (err or out).strip()[-300:])
+        return result("container_gpu", image, "pass" if seen == expected else "fail", "%d of %d GPUs visible" % (seen, expected))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            services=dict(type="list", elements="str", default=[]),
+            services_optional=dict(type="list", elements="str", default=[]),
+            nft_table=dict(type="str", default=""),
+            time_sync=dict(type="bool", default=True),
+            max_time_offset_s=dict(type="float", default=0.1),
+            names=dict(type="dict", default={}),
+            ssh_user=dict(type="str", default=""),
+            ssh_peers=dict(type="list", elements="str", default=[]),
+            mtu_peers=dict(type="list", elements="dict", default=[]),
+            gpu_container_image=dict(type="str", default=""),
+            expected_gpus=dict(type="int", default=0),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for peer in p["mtu_peers"]:
+        if "ip" not in peer or not str(peer.get("mtu", "")).isdigit() or int(peer["mtu"]) < 576:
+            module.fail_json(msg="mtu_peers: each entry needs ip and an mtu >= 576, got %r" % (peer,))
+    c = Checker(module)
+    jobs = [(c.service, u) for u in p["services"]] + [(lambda u: c.service(u, optional=True), u) for u in p["services_optional"]]
+    if p["nft_table"]:
+        jobs.append((c.nft, p["nft_table"]))
+    if p["time_sync"]:
+        jobs.append((c.time_sync, p["max_time_offset_s"]))
+    jobs += [(lambda kv: c.resolve(*kv), kv) for kv in sorted(p["names"].items())]
+    if p["ssh_user"]:
+        jobs += [(lambda peer: c.ssh(p["ssh_user"], peer), peer) for peer in p["ssh_peers"]]
+    jobs += [(c.mtu, peer) for peer in p["mtu_peers"]]
+    jobs.append((lambda _: c.gpu_container(p["gpu_container_image"], p["expected_gpus"]), None))
+    with ThreadPoolExecutor(max_workers=16) as ex:
+        checks = list(ex.map(lambda job: job[0](job[1]), jobs))
+    module.exit_json(changed=False, checks=checks, failed_checks=sum(1 for x in checks if x["status"] == "fail"))
+
+
+if __name__ == "__main__":
+    main()
