@@ -35,7 +35,7 @@ def ip_in_any(ip, cidrs):
 def mtu_peers(nodes, mtu):
     """Peers' fabric addresses as node_checks mtu_peers entries."""
     return [{"name": n, "ip": ip, "mtu": int(mtu)}
-            for node in nodes for n, ip in zip(node["fabric_names"], node["fabric_ips"])]
+            for node in nodes for n, ip in zip(node["fabric_names"], node["fabric_ips"], strict=False)]
 
 
 class FilterModule:

@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # One task runs every per-node validation check (fewer, fatter tasks: ../shared/notes/performance.md).
 from __future__ import annotations
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Benchmark sparkfleet on the lab (not a test): for each size, a fresh lab, then
+first converge of site.yml, the no-op re-run, the --check --diff run, the drift check, and the
+floor (facts + one ping on the same hosts). Every run starts with cold SSH connections.
+Writes reports/bench/bench.json and prints a table with each figure's ratio to the floor.
+
+    python3 scripts/bench.py [--sizes 2,8] [--repeat 1] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv" / "bin"
+
+
+def env_for(inv: Path) -> dict:
+    cp = tempfile.mkdtemp(prefix="sf-cp-")  # fresh control path dir: cold SSH connections
+    return dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                ANSIBLE_SSH_CONTROL_PATH_DIR=cp, PATH=f"{VENV}:{os.environ['PATH']}", ANSIBLE_INVENTORY=str(inv))
+
+
+def timed(cmd: list[str], inv: Path) -> tuple[float, str, int]:
+    t = time.monotonic()
+    res = subprocess.run(cmd, cwd=ROOT, env=env_for(inv), text=True, capture_output=True)
+    return time.monotonic() - t, res.stdout + res.stderr, res.returncode
+
+
+def tasks_per_host(out: str) -> float:
+    counts = [sum(int(x) for x in re.findall(r"(?:ok|changed|skipped|failed)=(\d+)", line))
+              for line in out.splitlines() if re.match(r"^\S+\s+: ok=", line)]
+    return sum(counts) / len(counts) if counts else 0.0
+
+
+def bench_size(n: int, repeat: int, keep: bool) -> dict:
+    name = f"bench{n}"
+    inv = ROOT / "inventory" / f"lab-{name}"
+    lab_env = dict(os.environ, LAB_MGMT_CIDR=f"10.{83 + n}.0.0/24", LAB_FABRIC_CIDR=f"10.{103 + n}.0.0/24")
+    subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), "down", "--name", name], env=lab_env, capture_output=True)
+    subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), "up", "--name", name, "--nodes", str(n)], env=lab_env,
+                   check=True)
+    try:
+        pb = str(VENV / "ansible-playbook")
+        r: dict = {"nodes": n}
+        r["converge_s"], out, rc = timed([pb, "site.yml"], inv)
+        if rc != 0:
+            raise SystemExit(f"bench: converge failed on {n} nodes:\n{out[-3000:]}")
+        runs = {"floor_s": [pb, "scripts/bench/floor.yml"], "noop_s": [pb, "site.yml"],
+                "check_s": [pb, "site.yml", "--check", "--diff"],
+                "drift_s": [str(VENV / "python"), "-m", "sparkfleet_tools.drift", "--inventory", str(inv),
+                            "--out", str(ROOT / "reports" / "bench" / f"drift-{n}")]}
+        for key, cmd in runs.items():
+            times = []
+            for _ in range(repeat):
+                t, out, rc = timed(cmd, inv)
+                if rc != 0:
+                    raise SystemExit(f"bench: {key} failed on {n} nodes (rc {rc}):\n{out[-3000:]}")
+                times.append(t)
+                if key == "noop_s":
+                    if re.search(r"changed=[1-9]", out):
+                        raise SystemExit(f"bench: no-op run changed something on {n} nodes")
+                    r["tasks_per_host"] = tasks_per_host(out)
+            r[key] = sorted(times)[len(times) // 2]
+        r["s_per_task_host"] = r["noop_s"] / max(1.0, r["tasks_per_host"] * n)
+        return r
+    finally:
+        if not keep:
+            subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), "down", "--name", name], env=lab_env,
+                           capture_output=True)
+
+
+def table(results: list[dict]) -> str:
+    rows = ["| nodes | floor | first converge | no-op re-run | --check --diff | drift check | tasks/host | s per task-host |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        f = r["floor_s"]
+        def cell(k, r=r, f=f):
+            return f"{r[k]:.1f} s ({r[k] / f:.1f}x)"
+        rows.append(f"| {r['nodes']} | {f:.1f} s | {cell('converge_s')} | {cell('noop_s')} | {cell('check_s')} | "
+                    f"{cell('drift_s')} (drift/no-op {r['drift_s'] / r['noop_s']:.2f}) | {r['tasks_per_host']:.0f} | "
+                    f"{r['s_per_task_host']:.2f} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "2,8"))
+    ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "1")))
+    ap.add_argument("--keep", action="store_true", help="keep the bench labs")
+    a = ap.parse_args()
+    results = [bench_size(int(s), a.repeat, a.keep) for s in a.sizes.split(",")]
+    out = ROOT / "reports" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps({"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                "results": results}, indent=2) + "\n")
+    print(table(results))
+    (out / "bench.md").write_text(table(results) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
