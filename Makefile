@@ -7,6 +7,12 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_NODES ?= 3
 export LAB_NODES
+# MITOGEN=1: run Ansible with the mitogen strategy (faster no-op runs); default is the stock strategy.
+ifeq ($(MITOGEN),1)
+export ANSIBLE_STRATEGY_PLUGINS := $(wildcard $(VENV)/lib/python3*/site-packages/ansible_mitogen/plugins/strategy)
+export ANSIBLE_STRATEGY := mitogen_linear
+export ANSIBLE_HOST_KEY_CHECKING := False
+endif
 
 .PHONY: help deps lab lab-up lab-down converge lint unit molecule test bench drift validate
 

@@ -39,7 +39,7 @@ MGMT_IF, FABRIC_IF = "enP7s7", "enp1s0f0np0"
 PACKAGES = [
     "python3", "python3-apt", "systemd", "systemd-sysv", "dbus", "openssh-server", "openssh-client",
     "sudo", "iproute2", "iputils-ping", "procps", "ca-certificates", "nftables", "chrony",
-    "iperf3", "kmod", "util-linux", "gnupg", "curl", "less",
+    "iperf3", "kmod", "util-linux", "gnupg", "curl", "less", "busybox-static", "netbase",
 ]
 # Every capability but these: SYS_RESOURCE is not in this VM's bounding set, and with SYS_TIME
 # a node's chrony would set the host clock (../shared/notes/lab.md).
@@ -317,7 +317,6 @@ def write_inventory(p: dict, key: Path) -> None:
             "ansible_ssh_private_key_file": str(key),
             "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
             "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_become": True,
             "sparkfleet_lab": True,
             "sparkfleet_cluster_name": p["name"],
             "sparkfleet_mgmt_cidr": p["mgmt"],

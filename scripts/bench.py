@@ -28,9 +28,17 @@ def env_for(inv: Path) -> dict:
                 ANSIBLE_SSH_CONTROL_PATH_DIR=cp, PATH=f"{VENV}:{os.environ['PATH']}", ANSIBLE_INVENTORY=str(inv))
 
 
-def timed(cmd: list[str], inv: Path) -> tuple[float, str, int]:
+def mitogen_env() -> dict:
+    """Strategy settings for mitogen (installed in the venv by requirements.txt)."""
+    import glob
+    found = glob.glob(str(ROOT / ".venv" / "lib" / "python3*" / "site-packages" / "ansible_mitogen" / "plugins" / "strategy"))
+    return {"ANSIBLE_STRATEGY_PLUGINS": found[0], "ANSIBLE_STRATEGY": "mitogen_linear",
+            "ANSIBLE_HOST_KEY_CHECKING": "False"} if found else {}
+
+
+def timed(cmd: list[str], inv: Path, extra_env: dict | None = None) -> tuple[float, str, int]:
     t = time.monotonic()
-    res = subprocess.run(cmd, cwd=ROOT, env=env_for(inv), text=True, capture_output=True)
+    res = subprocess.run(cmd, cwd=ROOT, env=dict(env_for(inv), **(extra_env or {})), text=True, capture_output=True)
     return time.monotonic() - t, res.stdout + res.stderr, res.returncode
 
 
@@ -57,10 +65,15 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
                 "check_s": [pb, "site.yml", "--check", "--diff"],
                 "drift_s": [str(VENV / "python"), "-m", "sparkfleet_tools.drift", "--inventory", str(inv),
                             "--out", str(ROOT / "reports" / "bench" / f"drift-{n}")]}
+        # The floor gathers facts for real (no fact cache), as any first play does.
+        floor_env = {"ANSIBLE_GATHERING": "implicit", "ANSIBLE_CACHE_PLUGIN": "memory"}
+        if mitogen_env():
+            runs["noop_mitogen_s"] = runs["noop_s"]
         for key, cmd in runs.items():
             times = []
             for _ in range(repeat):
-                t, out, rc = timed(cmd, inv)
+                extra = floor_env if key == "floor_s" else mitogen_env() if key == "noop_mitogen_s" else None
+                t, out, rc = timed(cmd, inv, extra)
                 if rc != 0:
                     raise SystemExit(f"bench: {key} failed on {n} nodes (rc {rc}):\n{out[-3000:]}")
                 times.append(t)
@@ -78,13 +91,14 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| nodes | floor | first converge | no-op re-run | --check --diff | drift check | tasks/host | s per task-host |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| nodes | floor | first converge | no-op re-run | no-op (mitogen) | --check --diff | drift check | tasks/host "
+            "| s per task-host |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         f = r["floor_s"]
         def cell(k, r=r, f=f):
             return f"{r[k]:.1f} s ({r[k] / f:.1f}x)"
-        rows.append(f"| {r['nodes']} | {f:.1f} s | {cell('converge_s')} | {cell('noop_s')} | {cell('check_s')} | "
+        mit = cell("noop_mitogen_s") if "noop_mitogen_s" in r else "-"
+        rows.append(f"| {r['nodes']} | {f:.1f} s | {cell('converge_s')} | {cell('noop_s')} | {mit} | {cell('check_s')} | "
                     f"{cell('drift_s')} (drift/no-op {r['drift_s'] / r['noop_s']:.2f}) | {r['tasks_per_host']:.0f} | "
                     f"{r['s_per_task_host']:.2f} |")
     return "\n".join(rows)
@@ -92,7 +106,7 @@ def table(results: list[dict]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "2,8"))
+    ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "2,3,8"))
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "1")))
     ap.add_argument("--keep", action="store_true", help="keep the bench labs")
     a = ap.parse_args()

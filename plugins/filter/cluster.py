@@ -32,6 +32,15 @@ def ip_in_any(ip, cidrs):
     return cm.ip_in_any(ip, cidrs)
 
 
+def hosts_conflict_regexp(pairs):
+    """(name, address) pairs -> one multiline regexp matching every uncommented /etc/hosts line that
+    gives one of the names (as a whole word) another address. [ \\t], never \\s: \\s would cross lines."""
+    import re
+    alts = ["(?!%s[ \t])[^ \t\n]+(?:[ \t]+[^ \t\n]+)*?[ \t]+%s(?=[ \t]|$)" % (re.escape(ip), re.escape(name))
+            for name, ip in pairs]
+    return "^(?![ \t]*#)(?:%s)[^\n]*$" % "|".join(alts) if alts else "(?!x)x"
+
+
 def mtu_peers(nodes, mtu):
     """Peers' fabric addresses as node_checks mtu_peers entries."""
     return [{"name": n, "ip": ip, "mtu": int(mtu)}
@@ -42,4 +51,5 @@ class FilterModule:
     def filters(self):
         return {"node_address": node_address, "cluster_nodes": cluster_nodes,
                 "inventory_errors": inventory_errors, "host_errors": host_errors,
-                "ip_in_any": ip_in_any, "mtu_peers": mtu_peers}
+                "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
+                "hosts_conflict_regexp": hosts_conflict_regexp}

@@ -303,3 +303,40 @@ def read_rdma_sysfs(root="/sys"):
             })
         devices.append({"name": dev, "netdevs": netdevs, "ports": ports})
     return devices
+
+
+# --------------------------------------------------------------------------- PCI / platform
+NVIDIA_VENDOR = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")  # VGA, 3D controller (class code prefix)
+NVSWITCH_CLASS = "0x0680"  # "bridge, other": how NVSwitches enumerate
+
+
+def read_nvidia_pci(root="/sys"):
+    """NVIDIA GPUs and NVSwitches from /sys/bus/pci/devices (no lspci needed)."""
+    base = os.path.join(root, "bus", "pci", "devices")
+    gpus, switches = [], []
+    if not os.path.isdir(base):
+        return gpus, switches
+    for addr in sorted(os.listdir(base)):
+        d = os.path.join(base, addr)
+        if (_read(os.path.join(d, "vendor")) or "").lower() != NVIDIA_VENDOR:
+            continue
+        cls = (_read(os.path.join(d, "class")) or "").lower()
+        rec = {"address": addr, "device_id": (_read(os.path.join(d, "device")) or "").lower(), "class": cls}
+        if cls.startswith(GPU_CLASSES):
+            gpus.append(rec)
+        elif cls.startswith(NVSWITCH_CLASS):
+            switches.append(rec)
+    return gpus, switches
+
+
+def parse_os_release(text):
+    """KEY=VALUE files (/etc/os-release, /etc/dgx-release) -> dict, quotes removed."""
+    out = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, _, v = line.partition("=")
+        out[k.strip()] = v.strip().strip('"').strip("'")
+    return out

@@ -9,7 +9,7 @@ description:
   - Checks I(content) with C(nft -c) before anything changes, writes it to I(path) and loads it with C(nft -f).
     The content should replace its table atomically (an empty C(table X) declaration, C(delete table X), then the table).
   - Detects drift both in the file and in the kernel. After each load the module keeps a stateless
-    listing (C(nft -s list table)) beside the file; a live table that no longer matches it (a rule deleted
+    numeric listing (C(nft -s -n list table), independent of /etc/protocols) beside the file; a live table that no longer matches it (a rule deleted
     by hand, the table flushed) is reloaded and reported as changed.
   - Other tables (Docker's, Kubernetes') are never touched.
   - Supports check mode and diff mode.
@@ -88,7 +88,7 @@ def main():
             module.fail_json(msg="nft -c rejected the ruleset (nothing loaded): %s" % (err or out).strip())
         snap_path = p["path"] + ".applied"
         old_file = read(p["path"])
-        rc, live, _ = module.run_command([nft, "-s", "list", "table"] + table)
+        rc, live, _ = module.run_command([nft, "-s", "-n", "list", "table"] + table)
         live = live if rc == 0 else ""
         snapshot = read(snap_path)
         file_changed = old_file != content
@@ -107,7 +107,7 @@ def main():
             rc, out, err = module.run_command([nft, "-f", p["path"]])
             if rc != 0:
                 module.fail_json(msg="nft -f failed: %s" % (err or out).strip())
-            rc, live, err = module.run_command([nft, "-s", "list", "table"] + table, check_rc=True)
+            rc, live, err = module.run_command([nft, "-s", "-n", "list", "table"] + table, check_rc=True)
             with open(snap_path, "w") as f:
                 f.write(live)
             os.chmod(snap_path, 0o600)

@@ -208,3 +208,49 @@ def test_rdma_sysfs_dgx_spark(tmp_path):
     # No IPv4 address on a down port: the RoCE v2 GID is the link-local one (index 1).
     assert down["roce_v2_gid_index"] == 1 and down["ipv4"] is None
     assert hw.read_rdma_sysfs(str(tmp_path / "nothing")) == []
+
+
+def _pci(tmp_path, devices):
+    for addr, vendor, device, cls in devices:
+        d = tmp_path / "bus" / "pci" / "devices" / addr
+        d.mkdir(parents=True)
+        (d / "vendor").write_text(vendor + "\n")
+        (d / "device").write_text(device + "\n")
+        (d / "class").write_text(cls + "\n")
+    return str(tmp_path)
+
+
+def test_pci_real_h200_listing(tmp_path):
+    # From the device capture: "/sys/bus/pci/devices/0000:00:06.0 0x10de 0x2335 0x030200" among virtio devices.
+    root = _pci(tmp_path, [("0000:00:00.0", "0x8086", "0x1237", "0x060000"), ("0000:00:05.0", "0x1af4", "0x1000", "0x020000"),
+                           ("0000:00:06.0", "0x10de", "0x2335", "0x030200")])
+    gpus, sw = hw.read_nvidia_pci(root)
+    assert gpus == [{"address": "0000:00:06.0", "device_id": "0x2335", "class": "0x030200"}] and sw == []
+
+
+def test_pci_hgx_with_nvswitches_and_gb10(tmp_path):
+    root = _pci(tmp_path, [("0000:1b:00.0", "0x10de", "0x2330", "0x030200"), ("0000:05:00.0", "0x10de", "0x22a3", "0x068000"),
+                           ("0000:06:00.0", "0x10de", "0x22a3", "0x068000"), ("000f:01:00.0", "0x10de", "0x2e12", "0x030200"),
+                           ("0000:1b:00.1", "0x10de", "0x22ba", "0x040300")])  # HDMI audio function: neither
+    gpus, sw = hw.read_nvidia_pci(root)
+    assert [g["address"] for g in gpus] == ["0000:1b:00.0", "000f:01:00.0"]
+    assert [s["address"] for s in sw] == ["0000:05:00.0", "0000:06:00.0"]
+    assert hw.read_nvidia_pci(str(tmp_path / "none")) == ([], [])
+
+
+def test_dgx_release():
+    rel = hw.parse_os_release('DGX_NAME="DGX Spark"\nDGX_PRETTY_NAME="NVIDIA DGX Spark"\nDGX_SWBUILD_VERSION="7.3.1"\n# c\n')
+    assert rel == {"DGX_NAME": "DGX Spark", "DGX_PRETTY_NAME": "NVIDIA DGX Spark", "DGX_SWBUILD_VERSION": "7.3.1"}
+
+
+def test_device_run_modules_agree_with_raw_outputs(fixture_text):
+    """Same run on a real H200: what the modules returned through Ansible equals the parse of the raw outputs."""
+    import json
+
+    from conftest import LOCAL
+    mods = json.loads((LOCAL / "device-runs" / "h200-modules-2026-12-02.json").read_text())
+    gpus, driver, notes = hw.parse_query_gpu(fixture_text("device-runs/h200-2026-12-02/query-gpu-csv-noheader.txt"))
+    assert notes == [] and gpus == mods["gpu_facts"]["gpus"] and driver == mods["gpu_facts"]["driver_version"]
+    assert hw.parse_cuda_version(fixture_text("device-runs/h200-2026-12-02/version.txt")) == mods["gpu_facts"]["cuda_version"]
+    nv, _ = hw.parse_nvlink_status(fixture_text("device-runs/h200-2026-12-02/nvlink-status.txt"))
+    assert nv == mods["nvlink_check"]["gpus"] == []

@@ -1,0 +1,63 @@
+"""Filter plugins and the cluster model, as plain Python."""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.sparkfleet.cluster.plugins.filter.cluster import hosts_conflict_regexp, mtu_peers
+from ansible_collections.sparkfleet.cluster.plugins.module_utils import cluster_model as cm
+
+
+def test_hosts_conflict_regexp_disables_only_conflicting_lines():
+    rx = hosts_conflict_regexp([("spark-01", "10.77.0.11"), ("spark-03", "10.77.0.13"), ("spark-03-fab", "10.78.0.13")])
+    text = ("127.0.0.1\tlocalhost\n127.0.1.1 spark-03.lan spark-03\n10.78.0.13\tspark-03\n10.77.0.13 spark-03\n"
+            "10.78.0.13 spark-03-fab\n10.77.0.99 spark-03-fab other\n# 1.2.3.4 spark-01\n10.77.0.11 spark-01 spark-01.x\n"
+            "10.9.9.9 spark-011\n")
+    hit = [m.group(0) for m in re.finditer(rx, text, re.M)]
+    assert hit == ["127.0.1.1 spark-03.lan spark-03", "10.78.0.13\tspark-03", "10.77.0.99 spark-03-fab other"]
+    assert re.findall(hosts_conflict_regexp([]), text, re.M) == []
+
+
+def test_node_address_and_model():
+    assert cm.node_address("10.0.0.0/24", 3) == "10.0.0.13"
+    assert cm.node_address("192.168.100.0/24", 1, offset=0) == "192.168.100.1"
+    import pytest
+    with pytest.raises(ValueError):
+        cm.node_address("10.0.0.0/29", 8)
+    hv = {"a": {"sparkfleet_node_index": 1, "sparkfleet_mgmt_cidr": "10.0.0.0/24", "sparkfleet_fabric_cidrs": ["10.1.0.0/24", "10.2.0.0/24"]},
+          "b": {"sparkfleet_node_index": 2, "sparkfleet_mgmt_cidr": "10.0.0.0/24", "sparkfleet_fabric_cidrs": ["10.1.0.0/24", "10.2.0.0/24"],
+                "ansible_host": "10.0.0.50"}}
+    groups = {"all": ["a", "b"], "cluster": ["a", "b"], "control": ["a"], "compute": ["b"]}
+    nodes = cm.cluster_nodes(hv, groups)
+    assert nodes[0] == {"name": "a", "index": 1, "mgmt_ip": "10.0.0.11", "fabric_ips": ["10.1.0.11", "10.2.0.11"],
+                        "fabric_names": ["a-fab", "a-fab1"], "role": "control"}
+    assert nodes[1]["mgmt_ip"] == "10.0.0.50" and nodes[1]["role"] == "compute"
+    assert cm.inventory_errors(hv, groups) == []
+    assert mtu_peers(nodes[1:], 9000) == [{"name": "b-fab", "ip": "10.1.0.12", "mtu": 9000},
+                                           {"name": "b-fab1", "ip": "10.2.0.12", "mtu": 9000}]
+
+
+def test_inventory_errors_name_the_culprit():
+    base = {"sparkfleet_mgmt_cidr": "10.0.0.0/24", "sparkfleet_fabric_cidrs": ["10.1.0.0/24"]}
+    hv = {"a": dict(base, ansible_host="10.0.0.11", sparkfleet_node_index=1),
+          "b": dict(base, ansible_host="10.0.0.11", sparkfleet_node_index=1)}
+    groups = {"all": ["a", "b"], "cluster": ["a", "b"], "control": ["a", "b"], "compute": [], "gpus": ["a"]}
+    errs = cm.inventory_errors(hv, groups)
+    assert "inventory: unknown group 'gpus' (known: cluster, compute, control; add it to sparkfleet_extra_groups if intended)" in errs
+    assert "inventory: group 'control' must hold exactly one host, has 2 (a, b)" in errs
+    assert "inventory: group 'compute' is empty" in errs
+    assert "b: sparkfleet_node_index=1 is also used by a" in errs
+    assert "b: duplicate address 10.0.0.11 (ansible_host), also a ansible_host" in errs
+    assert cm.inventory_errors(hv, groups, extra_groups=["gpus"])[0].startswith("inventory: group 'control'")
+
+
+def test_example_inventory_is_valid():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import ROOT
+    res = subprocess.run([str(Path(sys.executable).parent / "ansible"), "-i", "inventory/example", "spark-05", "-o", "-m", "debug",
+                          "-a", '{"msg": "{{ hostvars | sparkfleet.cluster.inventory_errors(groups) | length }} errors"}'],
+                         cwd=ROOT, text=True, capture_output=True, env=dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg")))
+    assert '"msg": "0 errors"' in res.stdout, res.stdout + res.stderr
