@@ -67,7 +67,9 @@ def collect(events) -> dict:
         if kind == "runner_on_ok" and host:
             h(host)["ok"] += 1
             if res.get("changed"):
-                h(host)["drift"].append(dict(task, diff=diff_text(res)))
+                # Modules without a diff (commands that compare in check mode) say what differs on stdout.
+                detail = diff_text(res) or str(res.get("stdout", "")).strip()[:2000]
+                h(host)["drift"].append(dict(task, diff=detail))
         elif kind == "runner_on_failed" and host and not data.get("ignore_errors"):
             h(host)["errors"].append(dict(task, msg=str(res.get("msg", ""))[:2000]))
         elif kind == "runner_on_unreachable" and host:

@@ -41,6 +41,28 @@ def hosts_conflict_regexp(pairs):
     return "^(?![ \t]*#)(?:%s)[^\n]*$" % "|".join(alts) if alts else "(?!x)x"
 
 
+def nccl_env(rdma_devices, fabric_interfaces, topology="switch", overrides=None, ib_disable_without_rdma=True):
+    return cm.nccl_env(rdma_devices, fabric_interfaces, topology, overrides, ib_disable_without_rdma)
+
+
+def fabric_interface(item):
+    """(name, ip, cidr) -> {name, address: 'ip/prefix' or None, cidr}."""
+    import netaddr
+    name, ip, cidr = (list(item) + [None, None, None])[:3]
+    address = "%s/%d" % (ip, netaddr.IPNetwork(str(cidr)).prefixlen) if ip and cidr else None
+    return {"name": name, "address": address, "cidr": cidr}
+
+
+def fabric_link_spec(iface, mtu, addressing="static"):
+    """What the kernel must show for a fabric interface: MTU and (static addressing) its address."""
+    return {"mtu": int(mtu), "addresses": [iface["address"]] if addressing == "static" and iface.get("address") else []}
+
+
+def roce_ports(rdma_devices, interfaces):
+    """[{name: RDMA device, netdev}] for the devices whose netdev is one of the fabric interfaces."""
+    return [{"name": d["name"], "netdev": n} for d in rdma_devices or [] for n in d.get("netdevs") or [] if n in interfaces]
+
+
 def mtu_peers(nodes, mtu):
     """Peers' fabric addresses as node_checks mtu_peers entries."""
     return [{"name": n, "ip": ip, "mtu": int(mtu)}
@@ -52,4 +74,5 @@ class FilterModule:
         return {"node_address": node_address, "cluster_nodes": cluster_nodes,
                 "inventory_errors": inventory_errors, "host_errors": host_errors,
                 "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
-                "hosts_conflict_regexp": hosts_conflict_regexp}
+                "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
+                "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports}

@@ -235,3 +235,37 @@ def host_errors(host, facts, hv, req):
         errors.append("%s: privilege escalation does not give root (ansible_user_uid=%s); check ansible_become"
                       % (host, f("user_uid")))
     return errors
+
+
+def nccl_env(rdma_devices, fabric_interfaces, topology="switch", overrides=None, ib_disable_without_rdma=True):
+    """The NCCL/UCX/Open MPI environment for a node, from its RDMA devices (rdma_facts) and fabric interfaces.
+
+    NCCL_IB_HCA names every RDMA device whose netdev is a fabric interface - on DGX Spark both halves of a
+    ConnectX-7 port (rocep1s0f0 and roceP2p1s0f0), the fix that took users from 3 to ~24 GB/s."""
+    ifaces = list(fabric_interfaces or [])
+    hcas, gid_indexes = [], set()
+    for dev in rdma_devices or []:
+        netdevs = set(dev.get("netdevs") or []) | {p.get("netdev") for p in dev.get("ports") or [] if p.get("netdev")}
+        if netdevs & set(ifaces):
+            hcas.append(dev["name"])
+            gid_indexes |= {p.get("roce_v2_gid_index") for p in dev.get("ports") or [] if p.get("roce_v2_gid_index") is not None}
+    env = {}
+    if ifaces:
+        env["NCCL_SOCKET_IFNAME"] = ",".join(ifaces)
+        env["UCX_NET_DEVICES"] = ",".join(ifaces)
+        env["OMPI_MCA_btl_tcp_if_include"] = ",".join(ifaces)
+    if hcas:
+        env["NCCL_IB_HCA"] = ",".join(sorted(hcas, key=lambda h: (h.lower(), h)))
+        # NCCL >= 2.21 finds the RoCE v2 GID itself; pin it only where every port agrees.
+        if len(gid_indexes) == 1:
+            env["NCCL_IB_GID_INDEX"] = str(gid_indexes.pop())
+        if len(ifaces) > 1:
+            env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"  # each half of a port on its own subnet
+        if topology == "ring":
+            env["NCCL_IB_MERGE_NICS"] = "0"
+    elif ib_disable_without_rdma:
+        env["NCCL_IB_DISABLE"] = "1"  # no RDMA device on the fabric: sockets, and say so
+    env.update({k: str(v) for k, v in (overrides or {}).items() if v is not None})
+    for k in [k for k, v in (overrides or {}).items() if v is None]:
+        env.pop(k, None)  # an override of null removes a key
+    return dict(sorted(env.items()))

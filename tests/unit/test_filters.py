@@ -61,3 +61,29 @@ def test_example_inventory_is_valid():
                           "-a", '{"msg": "{{ hostvars | sparkfleet.cluster.inventory_errors(groups) | length }} errors"}'],
                          cwd=ROOT, text=True, capture_output=True, env=dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg")))
     assert '"msg": "0 errors"' in res.stdout, res.stdout + res.stderr
+
+
+def test_nccl_env_dgx_spark_from_shared_fixtures(tmp_path):
+    """rdma_facts' sysfs reader on a tree built from the real GB10 fixtures -> NCCL names both halves."""
+    from sysfs_fixture import spark_sysfs
+
+    from ansible_collections.sparkfleet.cluster.plugins.module_utils import hwparse as hw
+    devs = hw.read_rdma_sysfs(str(spark_sysfs(tmp_path)))
+    env = cm.nccl_env(devs, ["enp1s0f0np0", "enP2p1s0f0np0"])
+    assert env == {"NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0", "NCCL_IB_GID_INDEX": "3",
+                   "NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_SOCKET_IFNAME": "enp1s0f0np0,enP2p1s0f0np0",
+                   "OMPI_MCA_btl_tcp_if_include": "enp1s0f0np0,enP2p1s0f0np0", "UCX_NET_DEVICES": "enp1s0f0np0,enP2p1s0f0np0"}
+    ring = cm.nccl_env(devs, ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"], topology="ring")
+    assert ring["NCCL_IB_HCA"] == "rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1"  # NVIDIA's order and ring["NCCL_IB_MERGE_NICS"] == "0"
+    assert "NCCL_IB_GID_INDEX" not in ring  # the down ports' RoCE v2 GID sits at another index: let NCCL choose
+
+
+def test_nccl_env_server_with_several_hcas_and_overrides():
+    devs = [{"name": f"mlx5_{i}", "netdevs": [f"ens{i}np0"],
+             "ports": [{"netdev": f"ens{i}np0", "roce_v2_gid_index": 3}]} for i in range(8)]
+    devs.append({"name": "mlx5_bond_0", "netdevs": ["bond0"], "ports": [{"netdev": "bond0", "roce_v2_gid_index": 1}]})
+    env = cm.nccl_env(devs, [f"ens{i}np0" for i in range(8)], overrides={"NCCL_IB_GID_INDEX": None, "NCCL_DEBUG": "WARN"})
+    assert env["NCCL_IB_HCA"] == ",".join(f"mlx5_{i}" for i in range(8))  # the storage bond is not a fabric HCA
+    assert "NCCL_IB_GID_INDEX" not in env and env["NCCL_DEBUG"] == "WARN"
+    assert cm.nccl_env([], ["eth1"]) == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth1",
+                                         "OMPI_MCA_btl_tcp_if_include": "eth1", "UCX_NET_DEVICES": "eth1"}

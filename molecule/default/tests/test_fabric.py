@@ -1,0 +1,62 @@
+"""Fabric layer on lab nodes: addresses and MTU for real through systemd-networkd, NCCL files,
+safe apply rolling back a config that cuts a node off."""
+from __future__ import annotations
+
+import copy
+import json
+
+from labtools import INV, INVENTORY, NODES, host, playbook, ssh
+
+IFACE = "enp1s0f0np0"
+BASE = json.loads((INVENTORY / "hosts.yml").read_text().split("\n", 1)[1])
+
+
+def link(n):
+    return next(i for i in json.loads(ssh(n, "ip -j addr show").stdout) if i["ifname"] == IFACE)
+
+
+def test_fabric_interfaces_have_addresses_and_jumbo_mtu():
+    for n in NODES:
+        li = link(n)
+        assert li["mtu"] == 9000
+        assert f"{INV['hosts'][n]['sparkfleet_fabric_ip']}/24" in {f"{a['local']}/{a['prefixlen']}" for a in li["addr_info"]}
+        conf = host(n).file(f"/etc/systemd/network/40-sparkfleet-{IFACE}.network").content_string
+        assert "MTUBytes=9000" in conf and f"Address={INV['hosts'][n]['sparkfleet_fabric_ip']}/24" in conf
+        assert "configured" in ssh(n, f"networkctl list {IFACE} --no-pager --no-legend").stdout
+
+
+def test_nccl_environment_for_a_node_without_rdma():
+    for n in NODES:
+        nccl = host(n).file("/etc/nccl.conf").content_string
+        assert f"NCCL_SOCKET_IFNAME={IFACE}" in nccl and "NCCL_IB_DISABLE=1" in nccl
+        prof = ssh(n, "bash -lc 'env' | grep -E '^(NCCL|UCX|OMPI)_' | sort").stdout
+        assert f"UCX_NET_DEVICES={IFACE}" in prof and f"OMPI_MCA_btl_tcp_if_include={IFACE}" in prof
+
+
+def test_config_that_cuts_a_node_off_is_rolled_back(tmp_path):
+    victim = NODES[-1]
+    gateway = INV["vars"]["sparkfleet_admin_cidrs"][0].split("/")[0]  # the controller's address on the management net
+    before = link(victim)
+    inv = copy.deepcopy(BASE)
+    hv = inv["all"]["children"]["cluster"]["children"]["compute"]["hosts"][victim]
+    # A fabric address equal to the controller's: the node answers itself and is cut off.
+    hv.update({"sparkfleet_fabric_ips": [gateway], "fabric_cidrs": [INV["vars"]["sparkfleet_mgmt_cidr"]],
+               "fabric_rollback_after_s": 20})
+    (tmp_path / "hosts.yml").write_text(json.dumps(inv))
+    res = playbook("playbooks/fabric.yml", "--limit", victim, inventory=tmp_path, timeout=300)
+    assert res.returncode != 0
+    assert f"fabric change rolled back on {victim}: the node stopped answering on the management network" in res.stdout, \
+        res.stdout[-3000:]
+    # The node is reachable again, with exactly its old address and MTU.
+    after = link(victim)
+    assert after["mtu"] == before["mtu"]
+    assert {a["local"] for a in after["addr_info"] if a["family"] == "inet"} == \
+        {a["local"] for a in before["addr_info"] if a["family"] == "inet"}
+    assert "rolled back: not confirmed in time" in ssh(victim, "cat /var/lib/sparkfleet/fabric/rollback.log").stdout
+    # Back to the real inventory: the staged files are the good ones again, the live network needs nothing.
+    ok = playbook("playbooks/fabric.yml", "--limit", victim)
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    apply_step = ok.stdout.split("Apply the fabric config")[1].split("TASK [")[0]
+    assert f"ok: [{victim}]" in apply_step, apply_step
+    again = playbook("playbooks/fabric.yml", "--limit", victim)
+    assert "changed=0" in again.stdout.split("PLAY RECAP")[-1], again.stdout[-2000:]
