@@ -55,8 +55,9 @@ IMAGE_HOOKS = [
     'chroot "$1" useradd -m -s /bin/bash -U sparkadmin',
     'echo "sparkadmin ALL=(ALL) NOPASSWD:ALL" >"$1/etc/sudoers.d/sparkadmin"; chmod 440 "$1/etc/sudoers.d/sparkadmin"',
     'rm -f "$1"/etc/ssh/ssh_host_*',
-    # An empty, old apt cache: `apt: cache_valid_time` must not think it is fresh.
-    'rm -rf "$1"/var/lib/apt/lists/*; touch -d @0 "$1/var/lib/apt/lists"',
+    # Package lists kept (a dry run must find packages, as on a real machine) but dated 1970, so
+    # `apt: cache_valid_time` refreshes them on the first real run.
+    'rm -f "$1/var/lib/apt/periodic/update-success-stamp"; touch -d @0 "$1/var/lib/apt/lists"',
     'printf "127.0.0.1\\tlocalhost\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n" >"$1/etc/hosts"',
 ]
 

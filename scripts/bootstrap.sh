@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in docker:docker.io dockerd:docker.io mmdebstrap:mmdebstrap ssh:openssh-client ip:iproute2 make:make; do
+for pair in docker:docker.io dockerd:docker.io mmdebstrap:mmdebstrap ssh:openssh-client ip:iproute2 make:make rclone:rclone; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
@@ -28,3 +28,6 @@ if [ ! -x .venv/bin/ansible-playbook ] || [ "$(cat "$stamp" 2>/dev/null)" != "$w
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
 fi
+
+# Pinned binaries the roles install (SeaweedFS for the lab's object store), checksummed.
+"$(dirname "$0")/../.venv/bin/python" scripts/artifacts.py fetch >/dev/null

@@ -63,6 +63,12 @@ def roce_ports(rdma_devices, interfaces):
     return [{"name": d["name"], "netdev": n} for d in rdma_devices or [] for n in d.get("netdevs") or [] if n in interfaces]
 
 
+def s3_identity(key):
+    """{name, access_key, secret_key, actions} -> a SeaweedFS S3 identity."""
+    return {"name": key["name"], "credentials": [{"accessKey": key["access_key"], "secretKey": key["secret_key"]}],
+            "actions": list(key.get("actions") or ["Read", "List"])}
+
+
 def mtu_peers(nodes, mtu):
     """Peers' fabric addresses as node_checks mtu_peers entries."""
     return [{"name": n, "ip": ip, "mtu": int(mtu)}
@@ -75,4 +81,5 @@ class FilterModule:
                 "inventory_errors": inventory_errors, "host_errors": host_errors,
                 "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
-                "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports}
+                "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports,
+                "s3_identity": s3_identity}

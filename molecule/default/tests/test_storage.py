@@ -1,0 +1,107 @@
+"""Object storage and model distribution on lab nodes: the real S3 server, versions synced with
+checksums, zero-byte re-runs, switching current, repair of a truncated file, no secret in -vvv output."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from labtools import INV, INVENTORY, NODES, addr, playbook, ssh
+
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+COMPUTE = [h for h in NODES if h != CONTROL]
+NAME = f"tiny-{os.getpid()}"  # a fresh model name per run: the store may hold earlier runs' files
+SECRET_FILE = INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_s3_root_secret"
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """Two versions of a generated model: v1 about 200 MB, v2 smaller."""
+    root = tmp_path_factory.mktemp("model")
+    sums = {}
+    for version, shards, size in (("v1", 4, 50), ("v2", 2, 8)):
+        d = root / version
+        d.mkdir()
+        for i in range(shards):
+            (d / f"model-{i:05d}.safetensors").write_bytes(os.urandom(size << 20))
+        (d / "config.json").write_text(json.dumps({"version": version}))
+        sums[version] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in d.iterdir()}
+    for version in sums:
+        res = playbook("playbooks/model_publish.yml", "-e", f"model_name={NAME}", "-e", f"model_version={version}",
+                       "-e", f"model_dir={root / version}", timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:]
+    return sums
+
+
+def sync(version, *extra):
+    return playbook("playbooks/storage.yml", "-e", json.dumps({"model_sync_models": [{"name": NAME, "version": version}]}),
+                    *extra, timeout=600)
+
+
+def node_sums(n, version):
+    out = ssh(n, f"cd /models/{NAME}/{version} && sha256sum *").stdout
+    return {line.split()[1]: line.split()[0] for line in out.splitlines()}
+
+
+def test_s3_server_runs_and_refuses_anonymous_requests():
+    assert ssh(CONTROL, "systemctl is-active sparkfleet-s3").stdout.strip() == "active"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://{addr(CONTROL)}:9000/models/", timeout=5)  # noqa: S310 (lab node)
+    assert e.value.code == 403
+    buckets = ssh(CONTROL, "echo s3.bucket.list | weed shell -master=127.0.0.1:9333 2>/dev/null").stdout
+    assert "models" in buckets
+    unit = ssh(CONTROL, "systemctl show sparkfleet-s3 -p User -p ProtectSystem -p NoNewPrivileges").stdout
+    assert "User=sparkfleet-s3" in unit and "ProtectSystem=strict" in unit and "NoNewPrivileges=yes" in unit
+
+
+def test_sync_checksummed_idempotent_switchable_and_self_repairing(model):
+    res = sync("v1")
+    assert res.returncode == 0, res.stdout[-3000:]
+    for n in COMPUTE:
+        assert node_sums(n, "v1") == model["v1"]
+        assert ssh(n, f"readlink /models/{NAME}/current").stdout.strip() == "v1"
+    again = sync("v1")
+    assert again.returncode == 0 and "Copied (" not in again.stdout
+    assert all(f"{n}" in again.stdout and "changed=0" in line for line in again.stdout.splitlines()
+               for n in COMPUTE if line.startswith(n + " "))
+    # Switch to v2 and back: one variable.
+    assert sync("v2").returncode == 0
+    for n in COMPUTE:
+        assert ssh(n, f"readlink /models/{NAME}/current").stdout.strip() == "v2" and node_sums(n, "v2") == model["v2"]
+    assert sync("v1").returncode == 0
+    assert all(ssh(n, f"readlink /models/{NAME}/current").stdout.strip() == "v1" for n in COMPUTE)
+    # A truncated and a corrupted (same size) file on one node are found and repaired; the other node moves nothing.
+    bad = COMPUTE[0]
+    ssh(bad, f"truncate -s 1M /models/{NAME}/v1/model-00000.safetensors; "
+             f"dd if=/dev/zero of=/models/{NAME}/v1/model-00001.safetensors bs=1k count=1 conv=notrunc status=none")
+    fix = sync("v1")
+    assert fix.returncode == 0
+    recap = {line.split()[0]: line for line in fix.stdout.splitlines() if line.split()[:1] and line.split()[0] in COMPUTE}
+    assert "changed=1" in recap[bad] and all("changed=0" in recap[n] for n in COMPUTE if n != bad), recap
+    assert node_sums(bad, "v1") == model["v1"]
+
+
+def test_secret_never_in_verbose_output(model, tmp_path):
+    secret = SECRET_FILE.read_text().strip()
+    assert len(secret) >= 16
+    out = []
+    res = sync("v1", "-vvv")
+    out.append(res.stdout + res.stderr)
+    src = tmp_path / "v3"
+    src.mkdir()
+    (src / "config.json").write_text("{}")
+    res = playbook("playbooks/model_publish.yml", "-vvv", "-e", f"model_name={NAME}", "-e", "model_version=v3",
+                   "-e", f"model_dir={src}")
+    out.append(res.stdout + res.stderr)
+    conv = playbook("site.yml", "-vvv", "--limit", CONTROL)
+    out.append(conv.stdout + conv.stderr)
+    assert all(secret not in o for o in out)
+    assert all(len(o) > 10000 for o in out)  # really verbose runs
+    # and the node's own process list / rclone command lines carry none either
+    assert secret not in subprocess.run(["docker", "exec", f"sparkfleet-{INV['vars']['sparkfleet_cluster_name']}-{CONTROL}",
+                                         "ps", "auxww"], text=True, capture_output=True).stdout
