@@ -96,8 +96,10 @@ def run(args) -> dict:
         cmdline += ["--limit", args.limit]
     for e in args.extra_vars or []:
         cmdline += ["-e", e]
+    # ansible-playbook from the same venv as this interpreter (a systemd unit has a bare PATH).
     env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
-           "ANSIBLE_RETRY_FILES_ENABLED": "0"}
+           "ANSIBLE_RETRY_FILES_ENABLED": "0",
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/bin:/bin")])}
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="sparkfleet-drift-") as pdd:
         r = ansible_runner.run(private_data_dir=pdd, project_dir=str(ROOT), playbook=playbook, inventory=inventory,
