@@ -69,6 +69,11 @@ def s3_identity(key):
             "actions": list(key.get("actions") or ["Read", "List"])}
 
 
+def first_fabric_peer(node):
+    """A node's first fabric address as a node_checks peer ({name, ip}), or None without one."""
+    return {"name": node["fabric_names"][0], "ip": node["fabric_ips"][0]} if node.get("fabric_ips") else None
+
+
 def mtu_peers(nodes, mtu):
     """Peers' fabric addresses as node_checks mtu_peers entries."""
     return [{"name": n, "ip": ip, "mtu": int(mtu)}
@@ -82,4 +87,5 @@ class FilterModule:
                 "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
                 "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports,
-                "s3_identity": s3_identity}
+                "s3_identity": s3_identity,
+                "first_fabric_peer": first_fabric_peer}

@@ -53,6 +53,24 @@ options:
     type: list
     elements: dict
     default: []
+  bandwidth_peers:
+    description: Peers to measure TCP bandwidth to with iperf3 (an iperf3 server must listen on them), each C({name, ip}).
+      Measured one after the other, each for I(bandwidth_seconds).
+    type: list
+    elements: dict
+    default: []
+  bandwidth_seconds:
+    description: Seconds per iperf3 measurement.
+    type: int
+    default: 2
+  bandwidth_interface:
+    description: Interface whose link rate (sysfs speed) the results are compared with.
+    type: str
+    default: ""
+  min_bandwidth_share:
+    description: Fail a pair below this share of the link rate (0-1; only where the rate is known).
+    type: float
+    default: 0.0
   gpu_container_image:
     description: Image for the container GPU check (C(nvidia-smi -L) inside C(docker run --gpus all)); empty to skip.
     type: str
@@ -87,6 +105,7 @@ failed_checks:
   type: int
 """
 
+import json
 import socket
 from concurrent.futures import ThreadPoolExecutor
 
@@ -171,6 +190,44 @@ class Checker:
         hint = next((t for t in text if "mtu" in t.lower() or "too long" in t.lower()), text[-1] if text else "")
         return result("fabric_mtu", name, "fail", "no %d-byte path: %s" % (peer["mtu"], hint[:200]))
 
+    def link_gbps(self, iface):
+        try:
+            with open("/sys/class/net/%s/speed" % iface) as f:
+                mbps = int(f.read().strip())
+            return mbps / 1000.0 if mbps > 0 else None
+        except (OSError, ValueError):
+            return None  # virtual links (veth) have no rate
+
+    def bandwidth(self, peers, seconds, iface, min_share):
+        if not peers:
+            return []
+        if not self.m.get_bin_path("iperf3"):
+            return [result("bandwidth", p.get("name", p["ip"]), "not_checked", "iperf3 not installed") for p in peers]
+        rate = self.link_gbps(iface) if iface else None
+        out = []
+        for p in peers:  # one at a time: a matrix of concurrent flows would measure contention
+            name = "%s (%s)" % (p.get("name", p["ip"]), p["ip"])
+            rc, stdout, err = self.run(["iperf3", "-c", p["ip"], "-t", str(seconds), "-J", "--connect-timeout", "3000"],
+                                       timeout=seconds + 15)
+            try:
+                data = json.loads(stdout)
+                gbps = data["end"]["sum_received"]["bits_per_second"] / 1e9
+            except (ValueError, KeyError, TypeError):
+                msg = (json.loads(stdout).get("error") if stdout.strip().startswith("{") else None) or err.strip() or stdout.strip()
+                out.append(result("bandwidth", name, "fail", "iperf3: %s" % str(msg)[:200]))
+                continue
+            if rate:
+                share = gbps / rate
+                ok = share >= min_share
+                out.append(result("bandwidth", name, "pass" if ok and gbps > 0 else "fail",
+                                  "%.1f Gb/s, %.0f%% of the %.0f Gb/s link" % (gbps, 100 * share, rate),
+                                  ) | {"gbps": round(gbps, 2), "share": round(share, 3)})
+            else:
+                out.append(result("bandwidth", name, "pass" if gbps > 0 else "fail",
+                                  "%.1f Gb/s (link rate unknown: virtual or unreported)" % gbps) | {"gbps": round(gbps, 2),
+                                                                                                     "share": None})
+        return out
+
     def gpu_container(self, image, expected):
         if expected <= 0:
             return result("container_gpu", image or "-", "not_checked", "no NVIDIA GPU on this node")
@@ -195,6 +252,10 @@ def main():
             ssh_user=dict(type="str", default=""),
             ssh_peers=dict(type="list", elements="str", default=[]),
             mtu_peers=dict(type="list", elements="dict", default=[]),
+            bandwidth_peers=dict(type="list", elements="dict", default=[]),
+            bandwidth_seconds=dict(type="int", default=2),
+            bandwidth_interface=dict(type="str", default=""),
+            min_bandwidth_share=dict(type="float", default=0.0),
             gpu_container_image=dict(type="str", default=""),
             expected_gpus=dict(type="int", default=0),
         ),
@@ -217,6 +278,8 @@ def main():
     jobs.append((lambda _: c.gpu_container(p["gpu_container_image"], p["expected_gpus"]), None))
     with ThreadPoolExecutor(max_workers=16) as ex:
         checks = list(ex.map(lambda job: job[0](job[1]), jobs))
+    # Bandwidth last and alone, so the other checks' traffic does not disturb it.
+    checks += c.bandwidth(p["bandwidth_peers"], p["bandwidth_seconds"], p["bandwidth_interface"], p["min_bandwidth_share"])
     module.exit_json(changed=False, checks=checks, failed_checks=sum(1 for x in checks if x["status"] == "fail"))
 
 

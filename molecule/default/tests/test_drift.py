@@ -58,7 +58,8 @@ def test_planted_drift_is_named_exactly(tmp_path):
         assert res.returncode == 2, res.stdout + res.stderr
         assert report["status"] == "drift"
         assert drifted(report) == {
-            a: ["Write the cluster block in /etc/hosts"],
+            # The edited block line is both a block difference and a line that gives a cluster name another address.
+            a: ["Disable other lines that give a cluster name another address", "Write the cluster block in /etc/hosts"],
             b: ["Load the cluster ruleset (checked with nft -c first; live drift repaired)",
                 "Pin the ephemeral port range to the NCCL range"],
             c: ["Firewall unit enabled and active",

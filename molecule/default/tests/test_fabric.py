@@ -60,3 +60,13 @@ def test_config_that_cuts_a_node_off_is_rolled_back(tmp_path):
     assert f"ok: [{victim}]" in apply_step, apply_step
     again = playbook("playbooks/fabric.yml", "--limit", victim)
     assert "changed=0" in again.stdout.split("PLAY RECAP")[-1], again.stdout[-2000:]
+
+
+def test_fabric_check_bandwidth_matrix():
+    res = playbook("playbooks/fabric_check.yml")
+    assert res.returncode == 0, res.stdout[-3000:]
+    report = json.loads((INVENTORY.parent.parent / "reports" / "validate" / "latest.json").read_text())
+    pairs = {(h, c["target"].split()[0]): c for h, cs in report["hosts"].items() for c in cs if c["check"] == "bandwidth"}
+    assert set(pairs) == {(a, f"{b}-fab") for a in NODES for b in NODES if a != b}
+    for c in pairs.values():
+        assert c["status"] == "pass" and c["gbps"] > 0.1 and "Gb/s" in c["detail"]
