@@ -12,6 +12,8 @@ sys.path.insert(0, str(ROOT / "collections"))
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 sys.path.insert(0, str(ROOT / "tests"))
 SHARED = ROOT.parent / "shared" / "fixtures"
+# Copies of ../shared/fixtures live in tests/fixtures too (same relative paths), so the tests do
+# not depend on ../shared being beside the checkout; the repo's copy wins.
 LOCAL = ROOT / "tests" / "fixtures"
 
 
