@@ -7,6 +7,7 @@ from pathlib import Path
 
 from conftest import LOCAL, SHARED, read_fixture
 
+
 def _path(rel):
     """The repo's copy of a fixture first (CI without ../shared), then ../shared."""
     return LOCAL / rel if (LOCAL / rel).exists() else SHARED / rel
