@@ -11,7 +11,7 @@ from labtools import INV, INVENTORY, NODES, PROJECT, playbook, ssh
 
 PY = str(PROJECT / ".venv" / "bin" / "python")
 LAB = INV["vars"]["sparkfleet_cluster_name"]
-DIGEST = ("sha256sum /etc/hosts /etc/ssh/ssh_known_hosts /etc/ssh/sshd_config.d/50-sparkfleet.conf "
+DIGEST = ("sha256sum /etc/docker/daemon.json /etc/hosts /etc/ssh/ssh_known_hosts /etc/ssh/sshd_config.d/50-sparkfleet.conf "
           "/etc/chrony/conf.d/sparkfleet.conf /etc/sparkfleet/firewall.nft /etc/sysctl.d/60-sparkfleet-nccl.conf "
           "/home/spark/.ssh/authorized_keys; nft -s list table inet sparkfleet | sha256sum; "
           "cat /proc/sys/net/ipv4/ip_local_port_range; systemctl is-active sparkfleet-firewall ssh; "
@@ -51,6 +51,8 @@ def test_planted_drift_is_named_exactly(tmp_path):
            "nft delete rule inet sparkfleet input handle $h")
     ssh(b, "sysctl -qw net.ipv4.ip_local_port_range='32768 60999'")
     ssh(c, "systemctl stop sparkfleet-firewall")
+    ssh(c, "python3 -c \"import json; p='/etc/docker/daemon.json'; d=json.load(open(p)); "
+           "d['log-opts']['max-size']='1m'; json.dump(d, open(p, 'w'))\"")
     try:
         before = digests()
         res, report = drift(tmp_path)
@@ -63,7 +65,8 @@ def test_planted_drift_is_named_exactly(tmp_path):
             b: ["Load the cluster ruleset (checked with nft -c first; live drift repaired)",
                 "Pin the ephemeral port range to the NCCL range"],
             c: ["Firewall unit enabled and active",
-                "Load the cluster ruleset (checked with nft -c first; live drift repaired)"],
+                "Load the cluster ruleset (checked with nft -c first; live drift repaired)",
+                "Merge our keys into daemon.json (other keys are kept)", "Restart docker"],  # the handler would run too
         }
         md = (tmp_path / "latest.md").read_text()
         assert f"## {a}: Write the cluster block in /etc/hosts" in md and "10.80.0.250" in md
