@@ -53,7 +53,6 @@ def diff_text(res: dict, limit: int = 4000) -> str:
 def collect(events) -> dict:
     """Runner events -> per-host drift, errors, unreachable."""
     hosts: dict[str, dict] = {}
-    stats = None
 
     def h(name):
         return hosts.setdefault(name, {"status": "ok", "drift": [], "errors": [], "ok": 0})
@@ -74,8 +73,6 @@ def collect(events) -> dict:
             h(host)["errors"].append(dict(task, msg=str(res.get("msg", ""))[:2000]))
         elif kind == "runner_on_unreachable" and host:
             h(host)["unreachable"] = str(res.get("msg", ""))[:500]
-        elif kind == "playbook_on_stats":
-            stats = data
     for rec in hosts.values():
         if rec.get("unreachable"):
             rec["status"] = "unreachable"
@@ -83,7 +80,7 @@ def collect(events) -> dict:
             rec["status"] = "error"
         elif rec["drift"]:
             rec["status"] = "drift"
-    return {"hosts": dict(sorted(hosts.items())), "stats": stats}
+    return {"hosts": dict(sorted(hosts.items()))}
 
 
 def run(args) -> dict:

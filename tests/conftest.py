@@ -23,11 +23,14 @@ def read_fixture(path: Path) -> str:
     return text.split("\n", 1)[1] if text.startswith("# source:") else text
 
 
+def fixture_path(rel: str) -> Path:
+    """A fixture by relative path: the repo's copy first, then ../shared; skip the test if neither exists."""
+    for base in (LOCAL, SHARED):
+        if (base / rel).exists():
+            return base / rel
+    pytest.skip(f"fixture {rel} not available")
+
+
 @pytest.fixture
 def fixture_text():
-    def get(rel: str) -> str:
-        for base in (LOCAL, SHARED):
-            if (base / rel).exists():
-                return read_fixture(base / rel)
-        pytest.skip(f"fixture {rel} not available")
-    return get
+    return lambda rel: read_fixture(fixture_path(rel))

@@ -69,6 +69,11 @@ def s3_identity(key):
             "actions": list(key.get("actions") or ["Read", "List"])}
 
 
+def node_addresses(nodes):
+    """Every management and fabric address of the nodes (the firewall's "cluster" source)."""
+    return [n["mgmt_ip"] for n in nodes] + [ip for n in nodes for ip in n["fabric_ips"]]
+
+
 def first_fabric_peer(node):
     """A node's first fabric address as a node_checks peer ({name, ip}), or None without one."""
     return {"name": node["fabric_names"][0], "ip": node["fabric_ips"][0]} if node.get("fabric_ips") else None
@@ -88,4 +93,4 @@ class FilterModule:
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
                 "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports,
                 "s3_identity": s3_identity,
-                "first_fabric_peer": first_fabric_peer}
+                "first_fabric_peer": first_fabric_peer, "node_addresses": node_addresses}

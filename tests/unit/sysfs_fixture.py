@@ -5,13 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import LOCAL, SHARED, read_fixture
-
-
-def _path(rel):
-    """The repo's copy of a fixture first (CI without ../shared), then ../shared."""
-    return LOCAL / rel if (LOCAL / rel).exists() else SHARED / rel
-
+from conftest import fixture_path, read_fixture
 
 STATE = {"ACTIVE": "4: ACTIVE", "DOWN": "1: DOWN", "Up": "4: ACTIVE", "Down": "1: DOWN"}
 PHYS = {"LINK_UP": "5: LinkUp", "DISABLED": "3: Disabled"}
@@ -20,7 +14,7 @@ PHYS = {"LINK_UP": "5: LinkUp", "DISABLED": "3: Disabled"}
 def spark_sysfs(tmp: Path, rdma_link="rdma/rdma-link__gb10-blog-2active-2down.txt",
                 gids="rdma/show_gids__gb10-blog-rocev2-index3.txt", rate="200 Gb/sec (4X HDR)") -> Path:
     root = tmp / "sys"
-    links = read_fixture(_path(rdma_link))
+    links = read_fixture(fixture_path(rdma_link))
     for m in re.finditer(r"link (\S+)/(\d+) state (\S+) physical_state (\S+) netdev (\S+)", links):
         dev, port, state, phys, netdev = m.groups()
         p = root / "class" / "infiniband" / dev / "ports" / port
@@ -33,7 +27,7 @@ def spark_sysfs(tmp: Path, rdma_link="rdma/rdma-link__gb10-blog-2active-2down.tx
         (root / "class" / "infiniband" / dev / "device" / "net" / netdev).mkdir(parents=True)
         for i in range(8):  # unused GID slots read as zeros
             (p / "gids" / str(i)).write_text("0000:0000:0000:0000:0000:0000:0000:0000\n")
-    for line in read_fixture(_path(gids)).splitlines():
+    for line in read_fixture(fixture_path(gids)).splitlines():
         f = line.split()
         if len(f) < 6 or not f[2].isdigit():
             continue

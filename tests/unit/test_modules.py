@@ -11,16 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import LOCAL, ROOT, SHARED, read_fixture
+from conftest import ROOT, fixture_path, read_fixture
 
 ANSIBLE = Path(sys.executable).parent / "ansible"
 
 
 def fixture(rel):
-    for base in (LOCAL, SHARED):
-        if (base / rel).exists():
-            return read_fixture(base / rel)
-    pytest.skip(f"fixture {rel} not available")
+    return read_fixture(fixture_path(rel))
 
 
 def make_tool(bindir: Path, name: str, cases: dict[str, tuple[str, int]]):
