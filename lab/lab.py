@@ -7,9 +7,14 @@
 
 Nodes run systemd and sshd; Ansible reaches them over SSH on the management network, as on a
 real cluster. Node 1 is the control/storage node, the others are compute nodes. Every node has
-a management interface (enP7s7, like DGX Spark) and a fabric interface (enp1s0f0np0, MTU 9000).
+a management interface (enP7s7, like DGX Spark) and two fabric interfaces (enp1s0f0np0 and
+enP2p1s0f0np0, the two halves of a ConnectX-7 port, each on its own subnet, MTU 9000).
+Planted quirks of the target's distribution: Ubuntu cloud-init's sshd drop-in
+(PasswordAuthentication yes), a `127.0.1.1 HOSTNAME` line in /etc/hosts, and /etc/dgx-release
+on the last node (DGX OS detection).
 
 Environment: LAB_NODES (default 3), LAB_NAME (default "lab"), LAB_MGMT_CIDR, LAB_FABRIC_CIDR,
+LAB_FABRIC2_CIDR (default: the fabric's second octet + 10),
 LAB_SUITE (bookworm), LAB_MIRROR (default: this machine's Debian mirror).
 Only the standard library: it runs before the project venv exists.
 """
@@ -34,7 +39,8 @@ LAB_DIR = Path(__file__).resolve().parent
 STATE = ROOT / ".lab"
 MIN_NODES, MAX_NODES = 2, 16
 IMAGE_REPO = "sparkfleet/labnode"
-MGMT_IF, FABRIC_IF = "enP7s7", "enp1s0f0np0"
+# Like DGX Spark: management port, and the two halves of ConnectX-7 port 0 (each on its own subnet).
+MGMT_IF, FABRIC_IFS = "enP7s7", ("enp1s0f0np0", "enP2p1s0f0np0")
 # Baked into the image so roles find them installed (apt inside nodes still works).
 PACKAGES = [
     "python3", "python3-apt", "systemd", "systemd-sysv", "dbus", "openssh-server", "openssh-client",
@@ -59,6 +65,9 @@ IMAGE_HOOKS = [
     # `apt: cache_valid_time` refreshes them on the first real run.
     'rm -f "$1/var/lib/apt/periodic/update-success-stamp"; touch -d @0 "$1/var/lib/apt/lists"',
     'printf "127.0.0.1\\tlocalhost\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n" >"$1/etc/hosts"',
+    # Distribution quirks of Ubuntu cloud images, on purpose: sshd keeps the first value it reads,
+    # so this file wins over any drop-in sorted after it.
+    'printf "PasswordAuthentication yes\\n" >"$1/etc/ssh/sshd_config.d/50-cloud-init.conf"',
 ]
 
 
@@ -166,28 +175,44 @@ def ensure_image(suite: str) -> str:
 def plan(name: str, nodes: int, outsider: bool) -> dict:
     mgmt = ipaddress.ip_network(os.environ.get("LAB_MGMT_CIDR", "10.77.0.0/24"))
     fabric = ipaddress.ip_network(os.environ.get("LAB_FABRIC_CIDR", "10.78.0.0/24"))
-    for var, net in (("LAB_MGMT_CIDR", mgmt), ("LAB_FABRIC_CIDR", fabric)):
+    if fabric.version != 4:
+        raise LabError(f"LAB_FABRIC_CIDR={fabric}: the lab needs an IPv4 /24")
+    o = str(fabric.network_address).split(".")
+    fabric2 = ipaddress.ip_network(os.environ.get("LAB_FABRIC2_CIDR", f"{o[0]}.{(int(o[1]) + 10) % 256}.{o[2]}.0/24"))
+    nets = [("LAB_MGMT_CIDR", mgmt), ("LAB_FABRIC_CIDR", fabric), ("LAB_FABRIC2_CIDR", fabric2)]
+    for var, net in nets:
         if net.prefixlen != 24 or net.version != 4:
             raise LabError(f"{var}={net}: the lab needs an IPv4 /24")
-    if mgmt.overlaps(fabric):
-        raise LabError(f"LAB_MGMT_CIDR={mgmt} overlaps LAB_FABRIC_CIDR={fabric}")
+    for i, (va, a) in enumerate(nets):
+        for vb, b in nets[i + 1:]:
+            if a.overlaps(b):
+                raise LabError(f"{va}={a} overlaps {vb}={b}")
+    fabrics = [str(fabric), str(fabric2)]
     hosts = []
     for i in range(1, nodes + 1):
         hosts.append({
             "name": f"spark-{i:02d}", "index": i, "group": "control" if i == 1 else "compute",
-            "mgmt_ip": str(mgmt.network_address + 10 + i), "fabric_ip": str(fabric.network_address + 10 + i),
+            "mgmt_ip": str(mgmt.network_address + 10 + i),
+            "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
+            "dgx_release": i == nodes,
         })
     if outsider:  # a machine on the management network that is not part of the cluster
         hosts.append({"name": "outsider", "index": 0, "group": "outside",
-                      "mgmt_ip": str(mgmt.network_address + 200), "fabric_ip": None})
-    return {"name": name, "mgmt": str(mgmt), "fabric": str(fabric),
-            "mgmt_gw": str(mgmt.network_address + 1), "fabric_gw": str(fabric.network_address + 1), "hosts": hosts}
+                      "mgmt_ip": str(mgmt.network_address + 200), "fabric_ips": [], "dgx_release": False})
+    return {"name": name, "mgmt": str(mgmt), "fabrics": fabrics, "mgmt_gw": str(mgmt.network_address + 1),
+            "fabric_gws": [str(ipaddress.ip_network(f).network_address + 1) for f in fabrics], "hosts": hosts}
+
+
+def networks(p: dict) -> list[tuple[str, str, str, str]]:
+    """(docker network suffix, cidr, gateway, mtu) of the lab's networks."""
+    return [("mgmt", p["mgmt"], p["mgmt_gw"], "1500")] + [
+        ("fabric" if i == 0 else f"fabric{i}", c, g, "9000") for i, (c, g) in enumerate(zip(p["fabrics"], p["fabric_gws"]))]
 
 
 def check_clashes(p: dict) -> None:
     """A lab subnet must not overlap a route of this machine or another Docker network."""
-    ours = {f"sparkfleet-{p['name']}-mgmt", f"sparkfleet-{p['name']}-fabric"}
-    wanted = [ipaddress.ip_network(p["mgmt"]), ipaddress.ip_network(p["fabric"])]
+    ours = {f"sparkfleet-{p['name']}-{n[0]}" for n in networks(p)}
+    wanted = [ipaddress.ip_network(n[1]) for n in networks(p)]
     taken: list[tuple[str, ipaddress.IPv4Network]] = []
     for line in run(["ip", "-4", "route", "show"], check=False).stdout.splitlines():
         dst, _, rest = line.partition(" ")
@@ -234,7 +259,7 @@ def up(name: str, nodes: int, outsider: bool, suite: str) -> None:
     pub = key.with_suffix(".pub").read_text().strip()
     pre = prefix(name)
     try:
-        for net, cidr, gw, mtu in (("mgmt", p["mgmt"], p["mgmt_gw"], "1500"), ("fabric", p["fabric"], p["fabric_gw"], "9000")):
+        for net, cidr, gw, mtu in networks(p):
             if docker("network", "inspect", f"{pre}-{net}", check=False).returncode != 0:
                 docker("network", "create", "--driver", "bridge", "--subnet", cidr, "--gateway", gw,
                        "-o", f"com.docker.network.driver.mtu={mtu}", "--label", f"sparkfleet.lab={name}", f"{pre}-{net}")
@@ -263,7 +288,7 @@ def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
         if running == "true" and image == tag:
             return
         docker("rm", "-f", "-v", cname)
-    ifmap = f"{p['mgmt']}={MGMT_IF}" + (f" {p['fabric']}={FABRIC_IF}" if h["fabric_ip"] else "")
+    ifmap = " ".join([f"{p['mgmt']}={MGMT_IF}"] + [f"{c}={i}" for c, i, _ in zip(p["fabrics"], FABRIC_IFS, h["fabric_ips"])])
     caps = [a for c in DROP_CAPS for a in ("--cap-drop", c)]
     docker("create", "--name", cname, "--hostname", h["name"], "--label", f"sparkfleet.lab={p['name']}",
            "--cap-add", "ALL", *caps, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
@@ -272,9 +297,9 @@ def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
            "-v", f"{cname}-docker:/var/lib/docker", "--stop-signal", "SIGRTMIN+3",
            "--network", f"{pre}-mgmt", "--ip", h["mgmt_ip"],
            "-e", f"LAB_IFMAP={ifmap}", "-e", f"LAB_GATEWAY={p['mgmt_gw']}", "-e", f"LAB_AUTHORIZED_KEY={pub}",
-           tag)
-    if h["fabric_ip"]:
-        docker("network", "connect", "--ip", h["fabric_ip"], f"{pre}-fabric", cname)
+           "-e", f"LAB_DGX_RELEASE={'1' if h['dgx_release'] else ''}", tag)
+    for (net, *_), ip in zip(networks(p)[1:], h["fabric_ips"]):
+        docker("network", "connect", "--ip", ip, f"{pre}-{net}", cname)
     docker("start", cname)
 
 
@@ -308,8 +333,8 @@ def write_inventory(p: dict, key: Path) -> None:
     inv.mkdir(parents=True, exist_ok=True)
     def hostvars(h: dict) -> dict:
         v = {"ansible_host": h["mgmt_ip"], "sparkfleet_node_index": h["index"]}
-        if h["fabric_ip"]:
-            v["sparkfleet_fabric_ip"] = h["fabric_ip"]
+        if h["fabric_ips"]:
+            v["sparkfleet_fabric_ips"] = h["fabric_ips"]
         return v
     groups = {g: {"hosts": {h["name"]: hostvars(h) for h in p["hosts"] if h["group"] == g}} for g in ("control", "compute")}
     data = {"all": {
@@ -322,8 +347,8 @@ def write_inventory(p: dict, key: Path) -> None:
             "sparkfleet_cluster_name": p["name"],
             "sparkfleet_mgmt_cidr": p["mgmt"],
             "sparkfleet_mgmt_interface": MGMT_IF,
-            "sparkfleet_fabric_cidrs": [p["fabric"]],
-            "sparkfleet_fabric_interfaces": [FABRIC_IF],
+            "sparkfleet_fabric_cidrs": p["fabrics"],
+            "sparkfleet_fabric_interfaces": list(FABRIC_IFS),
             "sparkfleet_admin_cidrs": [f"{p['mgmt_gw']}/32"],
         },
         "children": {"cluster": {"children": groups}},
@@ -350,7 +375,7 @@ def down(name: str, quiet: bool = False) -> None:
     vols = [v for v in docker("volume", "ls", "--format", "{{.Name}}").stdout.split() if v.startswith(pre + "-")]
     if vols:
         docker("volume", "rm", "-f", *vols)
-    for net in ("mgmt", "fabric"):
+    for net in ("mgmt", "fabric", "fabric1"):
         docker("network", "rm", f"{pre}-{net}", check=False)
     shutil.rmtree(ROOT / "inventory" / inv_dirname(name), ignore_errors=True)
     shutil.rmtree(STATE / name, ignore_errors=True)

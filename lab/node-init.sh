@@ -36,3 +36,13 @@ if [ -n "$key" ]; then
   chown sparkadmin:sparkadmin /home/sparkadmin/.ssh/authorized_keys
   chmod 600 /home/sparkadmin/.ssh/authorized_keys
 fi
+
+# Quirks of the target's distribution, planted once (a re-boot must not undo what roles fixed):
+# Ubuntu's `127.0.1.1 HOSTNAME` line, and DGX OS's release file on the node the lab marks.
+if [ ! -e /var/lib/sparkfleet-lab-quirks ]; then
+  printf '127.0.1.1\t%s\n' "$(hostname)" >>/etc/hosts
+  if [ -n "$(envval LAB_DGX_RELEASE)" ]; then
+    printf 'DGX_NAME="DGX Spark"\nDGX_PRETTY_NAME="NVIDIA DGX Spark"\nDGX_SWBUILD_VERSION="7.3.1"\nDGX_PLATFORM="DGX Server for KVM"\n' >/etc/dgx-release
+  fi
+  : >/var/lib/sparkfleet-lab-quirks
+fi

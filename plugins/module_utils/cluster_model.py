@@ -7,13 +7,12 @@ Every error message names the host, the variable and the value.
 
 from __future__ import annotations
 
-import re
-
 import netaddr
 
+from ansible_collections.sparkfleet.cluster.plugins.module_utils import inventory_schema as schema
+
 KNOWN_GROUPS = {"all", "ungrouped", "cluster", "control", "compute"}
-HOSTNAME_RE = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
-USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+HOSTNAME_RE = schema.HOSTNAME_RE
 
 
 def node_address(cidr, index, offset=10):
@@ -67,17 +66,8 @@ def cluster_nodes(hostvars, groups):
     return sorted(nodes, key=lambda n: (n["index"] if isinstance(n["index"], int) else 10 ** 6, n["name"]))
 
 
-def _net(value, var, errors, where="all"):
-    try:
-        if "/" not in str(value):
-            raise ValueError("no prefix length")
-        net = netaddr.IPNetwork(str(value))
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        errors.append("%s: %s=%r is not a valid CIDR" % (where, var, value))
-        return None
-    if net.ip != net.network:
-        errors.append("%s: %s=%s has host bits set (network is %s)" % (where, var, value, net.cidr))
-    return net
+def _show(value):
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _ip(value):
@@ -87,19 +77,48 @@ def _ip(value):
         return None
 
 
-def inventory_errors(hostvars, groups, extra_groups=()):
-    """Checks that need only the inventory (no facts): CIDRs, addresses, duplicates, groups, names."""
+def _cidr(value):
+    """A valid IPv4 network or None (the schema check names what is wrong with it)."""
+    if value is None or schema._cidr4(value):
+        return None
+    return netaddr.IPNetwork(str(value))
+
+
+def _ports_of(entry):
+    """A service's ports as (low, high) pairs."""
+    out = []
+    for p in entry.get("ports") or []:
+        lo, _, hi = str(p).partition("-")
+        out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def _services(hv):
+    """The declared, enabled services: sparkfleet_services + sparkfleet_extra_services - disabled."""
+    svcs = dict(_get(hv, "sparkfleet_services", {}) or {})
+    extra = _get(hv, "sparkfleet_extra_services", {}) or {}
+    if isinstance(extra, dict):
+        svcs.update(extra)
+    disabled = set(_get(hv, "sparkfleet_services_disabled", []) or [])
+    return {k: v for k, v in svcs.items() if k not in disabled and isinstance(v, dict)}
+
+
+def structure_errors(groups, extra_groups=()):
+    """Groups: cluster/control/compute present and consistent, no unknown group (with a guess)."""
     errors = []
     known = KNOWN_GROUPS | set(extra_groups or ())
     for g in sorted(groups):
         if g not in known:
-            errors.append("inventory: unknown group '%s' (known: %s; add it to sparkfleet_extra_groups if intended)"
-                          % (g, ", ".join(sorted(known - {"all", "ungrouped"}))))
+            guess = schema.did_you_mean(g, known - {"all", "ungrouped"})
+            errors.append("inventory: unknown group '%s'%s (known: %s; add it to sparkfleet_extra_groups if intended)"
+                          % (g, " (did you mean '%s'?)" % guess if guess else "",
+                             ", ".join(sorted(known - {"all", "ungrouped"}))))
     cluster = list(groups.get("cluster", []))
     control = list(groups.get("control", []))
     compute = list(groups.get("compute", []))
     if not cluster:
-        errors.append("inventory: group 'cluster' is empty (it must hold the groups 'control' and 'compute')")
+        errors.append("inventory: group 'cluster' is missing or empty (it must hold the groups 'control' and 'compute'); "
+                      "nothing runs without it")
     if len(control) != 1:
         errors.append("inventory: group 'control' must hold exactly one host, has %d (%s)"
                       % (len(control), ", ".join(control) or "none"))
@@ -109,37 +128,155 @@ def inventory_errors(hostvars, groups, extra_groups=()):
         errors.append("%s: in both 'control' and 'compute'" % h)
     for h in sorted((set(control) | set(compute)) - set(cluster)):
         errors.append("%s: in 'control'/'compute' but not in 'cluster'" % h)
+    return errors
 
+
+def schema_errors(h, hv):
+    """Every sparkfleet_* variable of a host: known (else a guess), of the declared type and range."""
+    errors = []
+    try:
+        names = sorted(k for k in hv.keys() if str(k).startswith("sparkfleet_"))
+    except (AttributeError, TypeError):
+        names = []
+    for name in names:
+        if name not in schema.SCHEMA:
+            errors.append("%s: %s %s" % (h, name, schema.unknown_variable_problem(name)))
+            continue
+        value = _get(hv, name)
+        if value is None:
+            continue
+        for path, val, problem in schema.value_problems(name, value):
+            errors.append("%s: %s=%s %s" % (h, path, _show(val), problem))
+    for name, spec in schema.SCHEMA.items():
+        if spec.get("required") and _get(hv, name) is None:
+            errors.append("%s: %s is not set (%s, e.g. %s)" % (h, name, spec["doc"], spec["example"]))
+    return errors
+
+
+def _typed(hv, name, default=None):
+    """A variable's value if it passes the schema, else the default (its error is reported already)."""
+    value = _get(hv, name, default)
+    if name in schema.SCHEMA and value is not None and schema.value_problems(name, value):
+        return default
+    return value
+
+
+def network_errors(h, hv, n_nodes):
+    """One host's networks: sizes, overlaps, counts."""
+    errors = []
+    mgmt = _cidr(_typed(hv, "sparkfleet_mgmt_cidr"))
+    fabs = [_cidr(c) for c in _typed(hv, "sparkfleet_fabric_cidrs", []) or []]
+    admins = [_cidr(c) for c in _typed(hv, "sparkfleet_admin_cidrs", []) or []]
+    ifaces = _typed(hv, "sparkfleet_fabric_interfaces", schema.SCHEMA["sparkfleet_fabric_interfaces"]["default"])
+    if fabs and len(fabs) != len(ifaces):
+        errors.append("%s: sparkfleet_fabric_cidrs has %d subnets for %d sparkfleet_fabric_interfaces %s (one subnet per interface)"
+                      % (h, len(fabs), len(ifaces), ifaces))
+    nets = ([("sparkfleet_mgmt_cidr", mgmt)] if mgmt is not None else []) + \
+        [("sparkfleet_fabric_cidrs[%d]" % i, n) for i, n in enumerate(fabs) if n is not None]
+    for i, (va, a) in enumerate(nets):
+        if a.size - 2 < n_nodes:
+            errors.append("%s: %s=%s is too small for %d nodes (%d usable addresses)" % (h, va, a, n_nodes, max(a.size - 2, 0)))
+        for vb, b in nets[i + 1:]:
+            if a.first <= b.last and b.first <= a.last:
+                errors.append("%s: %s=%s overlaps %s=%s" % (h, va, a, vb, b))
+    for i, adm in enumerate(admins):
+        for j, fab in enumerate(fabs):
+            if adm is not None and fab is not None and adm.first <= fab.last and fab.first <= adm.last:
+                errors.append("%s: sparkfleet_admin_cidrs[%d]=%s overlaps the fabric subnet sparkfleet_fabric_cidrs[%d]=%s "
+                              "(admin networks reach services; the fabric carries only node-to-node traffic)"
+                              % (h, i, adm, j, fab))
+    return errors, mgmt, [f for f in fabs]
+
+
+def port_errors(h, hv):
+    """The NCCL range against every declared port, RoCE and SSH."""
+    errors = []
+    rng = _get(hv, "sparkfleet_nccl_port_range", [50000, 51000])
+    if schema.value_problems("sparkfleet_nccl_port_range", rng):
+        return errors  # its own error is reported already
+    lo, hi = rng
+    fixed = [("RoCEv2", [(4791, 4791)]), ("SSH", [(int(_get(hv, "firewall_ssh_port", 22)), int(_get(hv, "firewall_ssh_port", 22)))])]
+    for name, entry in sorted(_services(hv).items()):
+        try:
+            fixed.append(("service %s" % name, _ports_of(entry)))
+        except ValueError:
+            continue  # reported by the schema
+    for what, pairs in fixed:
+        for a, b in pairs:
+            if a <= hi and lo <= b:
+                errors.append("%s: sparkfleet_nccl_port_range=%s overlaps %s port%s %s (the ephemeral range would take its ports)"
+                              % (h, _show(rng), what, "s" if a != b else "", a if a == b else "%d-%d" % (a, b)))
+    return errors
+
+
+def service_group_errors(h, hv, groups, extra_groups):
+    errors = []
+    known = KNOWN_GROUPS | set(extra_groups or ())
+    for name, entry in sorted(_services(hv).items()):
+        for g in entry.get("open_on") or []:
+            if isinstance(g, str) and g not in known:
+                errors.append("%s: sparkfleet_services[%s].open_on names the unknown group %r" % (h, name, g))
+    declared = set(_get(hv, "sparkfleet_services", {}) or {}) | set(_get(hv, "sparkfleet_extra_services", {}) or {})
+    for i, name in enumerate(_typed(hv, "sparkfleet_services_disabled", []) or []):
+        if name not in declared:
+            guess = schema.did_you_mean(name, declared)
+            errors.append("%s: sparkfleet_services_disabled[%d]=%r is not a declared service%s"
+                          % (h, i, name, " (did you mean %s?)" % guess if guess else ""))
+    return errors
+
+
+def user_errors(h, hv):
+    errors = []
+    user = _typed(hv, "sparkfleet_cluster_user", "spark")
+    login = _get(hv, "ansible_user")
+    if login and user == login:
+        errors.append("%s: sparkfleet_cluster_user=%r is the Ansible login user (ansible_user); the cluster user's keys "
+                      "are managed exclusively, so it must be another user" % (h, user))
+    return errors
+
+
+def _merge_hosts(errors, all_hosts):
+    """'a: X', 'b: X', 'c: X' -> 'a, b, c: X' (group variables are reported once, naming every host)."""
+    order, by_text = [], {}
+    for e in errors:
+        host, sep, text = e.partition(": ")
+        key = text if sep and host in all_hosts else e
+        if key not in by_text:
+            by_text[key] = []
+            order.append(key)
+        if sep and host in all_hosts:
+            if host not in by_text[key]:
+                by_text[key].append(host)
+    out = []
+    for key in order:
+        hosts = by_text[key]
+        out.append("%s: %s" % (", ".join(hosts), key) if hosts else key)
+    return out
+
+
+def inventory_errors(hostvars, groups, extra_groups=()):
+    """Checks that need only the inventory (no facts): structure, schema, networks, addresses, ports, names."""
+    errors = structure_errors(groups, extra_groups)
+    cluster = list(groups.get("cluster", []))
     seen_ip, seen_name, seen_index = {}, {}, {}
     for h in cluster:
         hv = hostvars[h]
         if not HOSTNAME_RE.match(h):
             errors.append("%s: inventory name %r is not a valid host name (lower-case letters, digits, '-')" % (h, h))
-        mgmt = _net(_get(hv, "sparkfleet_mgmt_cidr"), "sparkfleet_mgmt_cidr", errors, h)
-        fabs = []
-        for i, c in enumerate(_get(hv, "sparkfleet_fabric_cidrs", []) or []):
-            n = _net(c, "sparkfleet_fabric_cidrs[%d]" % i, errors, h)
-            if n is not None:
-                fabs.append(n)
-        for i, c in enumerate(_get(hv, "sparkfleet_admin_cidrs", []) or []):
-            _net(c, "sparkfleet_admin_cidrs[%d]" % i, errors, h)
-        nets = ([("sparkfleet_mgmt_cidr", mgmt)] if mgmt is not None else []) + \
-            [("sparkfleet_fabric_cidrs[%d]" % i, n) for i, n in enumerate(fabs)]
-        for i, (va, a) in enumerate(nets):
-            for vb, b in nets[i + 1:]:
-                if a.first <= b.last and b.first <= a.last:
-                    errors.append("%s: %s=%s overlaps %s=%s" % (h, va, a, vb, b))
+        errors += schema_errors(h, hv)
+        net_errors, mgmt, fabs = network_errors(h, hv, len(cluster))
+        errors += net_errors + port_errors(h, hv) + service_group_errors(h, hv, groups, extra_groups) + user_errors(h, hv)
         idx = _get(hv, "sparkfleet_node_index")
         if idx is not None:
-            if not isinstance(idx, int) or isinstance(idx, bool) or idx < 1:
-                errors.append("%s: sparkfleet_node_index=%r must be a whole number >= 1" % (h, idx))
+            if schema.value_problems("sparkfleet_node_index", idx):
                 idx = None
             elif idx in seen_index:
                 errors.append("%s: sparkfleet_node_index=%d is also used by %s" % (h, idx, seen_index[idx]))
             else:
                 seen_index[idx] = h
         try:
-            rec = node_record(h, hv) if (idx is not None or _get(hv, "ansible_host")) else None
+            rec = node_record(h, hv) if (idx is not None or _get(hv, "ansible_host")) and not \
+                any(e.startswith(h + ": ") for e in schema_errors(h, hv)) else None
         except (ValueError, netaddr.AddrFormatError, TypeError) as e:
             errors.append("%s: cannot derive addresses: %s" % (h, e))
             rec = None
@@ -147,22 +284,36 @@ def inventory_errors(hostvars, groups, extra_groups=()):
             if not _get(hv, "ansible_host") and idx is None:
                 errors.append("%s: neither ansible_host nor sparkfleet_node_index is set" % h)
             continue
+        suffix = _get(hv, "sparkfleet_fabric_name_suffix", "-fab")
+        for n in rec["fabric_names"]:
+            if not HOSTNAME_RE.match(n):
+                errors.append("%s: sparkfleet_fabric_name_suffix=%r makes the fabric name %r, not a valid host name "
+                              "(63 characters at most, no leading or trailing '-')" % (h, suffix, n))
         ip = _ip(rec["mgmt_ip"])
         var = "sparkfleet_mgmt_ip" if _get(hv, "sparkfleet_mgmt_ip") else "ansible_host"
         if ip is None:
             errors.append("%s: %s=%r is not an IP address (the management address)" % (h, var, rec["mgmt_ip"]))
+        elif ip.version != 4:
+            errors.append("%s: %s=%s is IPv6, which is not supported (the firewall and the fabric are IPv4-only)" % (h, var, ip))
         elif mgmt is not None and ip not in mgmt:
             errors.append("%s: %s=%s is outside sparkfleet_mgmt_cidr=%s" % (h, var, ip, mgmt))
+        elif mgmt is not None and ip in (mgmt.network, mgmt.broadcast):
+            errors.append("%s: %s=%s is the %s address of sparkfleet_mgmt_cidr=%s"
+                          % (h, var, ip, "network" if ip == mgmt.network else "broadcast", mgmt))
         if len(rec["fabric_ips"]) != len(fabs) and _get(hv, "sparkfleet_fabric_ips"):
             errors.append("%s: sparkfleet_fabric_ips has %d addresses for %d sparkfleet_fabric_cidrs"
                           % (h, len(rec["fabric_ips"]), len(fabs)))
         for i, fip in enumerate(rec["fabric_ips"]):
             fa = _ip(fip)
+            fab = fabs[i] if i < len(fabs) else None
             if fa is None:
                 errors.append("%s: sparkfleet_fabric_ips[%d]=%r is not an IP address" % (h, i, fip))
-            elif i < len(fabs) and fa not in fabs[i]:
+            elif fab is not None and fa not in fab:
                 errors.append("%s: sparkfleet_fabric_ips[%d]=%s is outside sparkfleet_fabric_cidrs[%d]=%s"
-                              % (h, i, fa, i, fabs[i]))
+                              % (h, i, fa, i, fab))
+            elif fab is not None and fa in (fab.network, fab.broadcast):
+                errors.append("%s: sparkfleet_fabric_ips[%d]=%s is the %s address of sparkfleet_fabric_cidrs[%d]=%s"
+                              % (h, i, fa, "network" if fa == fab.network else "broadcast", i, fab))
             if fa is not None:
                 if str(fa) in seen_ip:
                     errors.append("%s: duplicate address %s (sparkfleet_fabric_ips[%d]), also %s" % (h, fa, i, seen_ip[str(fa)]))
@@ -175,15 +326,7 @@ def inventory_errors(hostvars, groups, extra_groups=()):
             if n.lower() in seen_name:
                 errors.append("%s: duplicate name %s, also %s" % (h, n, seen_name[n.lower()]))
             seen_name[n.lower()] = h
-        user = _get(hv, "sparkfleet_cluster_user", "spark")
-        if not USER_RE.match(str(user)):
-            errors.append("%s: sparkfleet_cluster_user=%r is not a valid user name" % (h, user))
-        rng = _get(hv, "sparkfleet_nccl_port_range", [50000, 51000])
-        lo, hi = (list(rng) + [None, None])[:2] if isinstance(rng, (list, tuple)) else (None, None)
-        if not (isinstance(lo, int) and isinstance(hi, int) and 1024 <= lo < hi <= 65535):
-            errors.append("%s: sparkfleet_nccl_port_range=%r must be [low, high] with 1024 <= low < high <= 65535"
-                          % (h, _get(hv, "sparkfleet_nccl_port_range")))
-    return _dedupe(errors)
+    return _merge_hosts(_dedupe(errors), set(cluster))
 
 
 def _dedupe(errors):

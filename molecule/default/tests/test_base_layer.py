@@ -10,16 +10,26 @@ from labtools import INV, NODES, OUTSIDERS, addr, host, playbook, recap, ssh
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
 
 
-def fabric_ip(h):
-    return INV["hosts"][h]["sparkfleet_fabric_ip"]
+def fabric_ip(h, i=0):
+    return INV["hosts"][h]["sparkfleet_fabric_ips"][i]
 
 
 @pytest.mark.parametrize("src", NODES)
 def test_every_node_resolves_every_name(src):
     for dst in NODES:
-        out = ssh(src, f"getent ahostsv4 {dst} | head -1; getent ahostsv4 {dst}-fab | head -1").stdout.split("\n")
+        out = ssh(src, f"getent ahostsv4 {dst} | head -1; getent ahostsv4 {dst}-fab | head -1; "
+                       f"getent ahostsv4 {dst}-fab1 | head -1").stdout.split("\n")
         assert out[0].split()[0] == addr(dst), f"{src}: {dst} -> {out[0]}"
         assert out[1].split()[0] == fabric_ip(dst), f"{src}: {dst}-fab -> {out[1]}"
+        assert out[2].split()[0] == fabric_ip(dst, 1), f"{src}: {dst}-fab1 -> {out[2]}"
+
+
+def test_ubuntu_127_0_1_1_line_is_disabled():
+    """The lab plants Ubuntu's `127.0.1.1 HOSTNAME` line; it would make MPI/NCCL bind to loopback."""
+    for n in NODES:
+        hosts = host(n).file("/etc/hosts").content_string
+        assert not [ln for ln in hosts.splitlines() if ln.startswith("127.0.1.1")], hosts
+        assert "127.0.1.1" in hosts  # commented out with a note, not silently deleted
 
 
 @pytest.mark.parametrize("src", NODES)
@@ -118,8 +128,8 @@ def test_firewall_matrix_matches_policy():
     for src in NODES + OUTSIDERS:
         targets = [[addr(d), p, "tcp"] for d in NODES for p in TCP_PORTS] + [[addr(d), 4791, "udp"] for d in NODES]
         if src in NODES:  # NCCL over the fabric too
-            targets += [[fabric_ip(d), 50500, "tcp"] for d in NODES if d != src]
-        ip2host = {addr(d): d for d in NODES} | {fabric_ip(d): d for d in NODES}
+            targets += [[fabric_ip(d, i), 50500, "tcp"] for d in NODES if d != src for i in (0, 1)]
+        ip2host = {addr(d): d for d in NODES} | {fabric_ip(d, i): d for d in NODES for i in (0, 1)}
         res = ssh(src, "cat > /tmp/probe.py <<'EOF'\n" + PROBE + "\nEOF\n"
                        f"python3 /tmp/probe.py '{json.dumps(targets)}'", timeout=120)
         for ip, port, proto, ok in json.loads(res.stdout):

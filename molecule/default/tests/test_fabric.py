@@ -7,30 +7,34 @@ import json
 
 from labtools import INV, INVENTORY, NODES, host, playbook, ssh
 
-IFACE = "enp1s0f0np0"
+IFACES = INV["vars"]["sparkfleet_fabric_interfaces"]  # both CX-7 halves, like DGX Spark
+IFACE = IFACES[0]
 BASE = json.loads((INVENTORY / "hosts.yml").read_text().split("\n", 1)[1])
 
 
-def link(n):
-    return next(i for i in json.loads(ssh(n, "ip -j addr show").stdout) if i["ifname"] == IFACE)
+def link(n, iface=IFACE):
+    return next(i for i in json.loads(ssh(n, "ip -j addr show").stdout) if i["ifname"] == iface)
 
 
 def test_fabric_interfaces_have_addresses_and_jumbo_mtu():
+    assert len(IFACES) == 2
     for n in NODES:
-        li = link(n)
-        assert li["mtu"] == 9000
-        assert f"{INV['hosts'][n]['sparkfleet_fabric_ip']}/24" in {f"{a['local']}/{a['prefixlen']}" for a in li["addr_info"]}
-        conf = host(n).file(f"/etc/systemd/network/40-sparkfleet-{IFACE}.network").content_string
-        assert "MTUBytes=9000" in conf and f"Address={INV['hosts'][n]['sparkfleet_fabric_ip']}/24" in conf
-        assert "configured" in ssh(n, f"networkctl list {IFACE} --no-pager --no-legend").stdout
+        for iface, ip in zip(IFACES, INV["hosts"][n]["sparkfleet_fabric_ips"], strict=True):
+            li = link(n, iface)
+            assert li["mtu"] == 9000
+            assert f"{ip}/24" in {f"{a['local']}/{a['prefixlen']}" for a in li["addr_info"]}
+            conf = host(n).file(f"/etc/systemd/network/40-sparkfleet-{iface}.network").content_string
+            assert "MTUBytes=9000" in conf and f"Address={ip}/24" in conf
+            assert "configured" in ssh(n, f"networkctl list {iface} --no-pager --no-legend").stdout
 
 
 def test_nccl_environment_for_a_node_without_rdma():
     for n in NODES:
         nccl = host(n).file("/etc/nccl.conf").content_string
-        assert f"NCCL_SOCKET_IFNAME={IFACE}" in nccl and "NCCL_IB_DISABLE=1" in nccl
+        both = ",".join(IFACES)
+        assert f"NCCL_SOCKET_IFNAME={both}" in nccl and "NCCL_IB_DISABLE=1" in nccl
         prof = ssh(n, "bash -lc 'env' | grep -E '^(NCCL|UCX|OMPI)_' | sort").stdout
-        assert f"UCX_NET_DEVICES={IFACE}" in prof and f"OMPI_MCA_btl_tcp_if_include={IFACE}" in prof
+        assert f"UCX_NET_DEVICES={both}" in prof and f"OMPI_MCA_btl_tcp_if_include={both}" in prof
 
 
 def test_config_that_cuts_a_node_off_is_rolled_back(tmp_path):
