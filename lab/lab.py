@@ -206,7 +206,7 @@ def plan(name: str, nodes: int, outsider: bool) -> dict:
 def networks(p: dict) -> list[tuple[str, str, str, str]]:
     """(docker network suffix, cidr, gateway, mtu) of the lab's networks."""
     return [("mgmt", p["mgmt"], p["mgmt_gw"], "1500")] + [
-        ("fabric" if i == 0 else f"fabric{i}", c, g, "9000") for i, (c, g) in enumerate(zip(p["fabrics"], p["fabric_gws"]))]
+        ("fabric" if i == 0 else f"fabric{i}", c, g, "9000") for i, (c, g) in enumerate(zip(p["fabrics"], p["fabric_gws"], strict=False))]
 
 
 def check_clashes(p: dict) -> None:
@@ -288,7 +288,7 @@ def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
         if running == "true" and image == tag:
             return
         docker("rm", "-f", "-v", cname)
-    ifmap = " ".join([f"{p['mgmt']}={MGMT_IF}"] + [f"{c}={i}" for c, i, _ in zip(p["fabrics"], FABRIC_IFS, h["fabric_ips"])])
+    ifmap = " ".join([f"{p['mgmt']}={MGMT_IF}"] + [f"{c}={i}" for c, i, _ in zip(p["fabrics"], FABRIC_IFS, h["fabric_ips"], strict=False)])
     caps = [a for c in DROP_CAPS for a in ("--cap-drop", c)]
     docker("create", "--name", cname, "--hostname", h["name"], "--label", f"sparkfleet.lab={p['name']}",
            "--cap-add", "ALL", *caps, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
@@ -298,7 +298,7 @@ def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
            "--network", f"{pre}-mgmt", "--ip", h["mgmt_ip"],
            "-e", f"LAB_IFMAP={ifmap}", "-e", f"LAB_GATEWAY={p['mgmt_gw']}", "-e", f"LAB_AUTHORIZED_KEY={pub}",
            "-e", f"LAB_DGX_RELEASE={'1' if h['dgx_release'] else ''}", tag)
-    for (net, *_), ip in zip(networks(p)[1:], h["fabric_ips"]):
+    for (net, *_), ip in zip(networks(p)[1:], h["fabric_ips"], strict=False):
         docker("network", "connect", "--ip", ip, f"{pre}-{net}", cname)
     docker("start", cname)
 

@@ -32,10 +32,29 @@ def ip_in_any(ip, cidrs):
         return False
 
 
+def _is_undefined(value):
+    try:
+        import jinja2
+    except ImportError:  # plain-Python use without Jinja: nothing is deferred
+        return False
+    return isinstance(value, jinja2.Undefined)
+
+
+def _raw(hv, name):
+    try:
+        return hv[name]
+    except KeyError:
+        return None
+    except Exception as e:  # a template that does not evaluate
+        return e
+
+
 def _get(hv, name, default=None):
     try:
         v = hv[name]
-    except (KeyError, TypeError):
+    except Exception:  # KeyError, or a templating error of a value derived from a bad one
+        return default
+    if _is_undefined(v):  # Ansible defers templating errors as Undefined markers (reported by schema_errors)
         return default
     return default if v is None else v
 
@@ -138,6 +157,12 @@ def schema_errors(h, hv):
         names = sorted(k for k in hv.keys() if str(k).startswith("sparkfleet_"))
     except (AttributeError, TypeError):
         names = []
+    unevaluable = []
+    for name in names + ["ansible_host"]:
+        raw = _raw(hv, name)
+        if _is_undefined(raw) or isinstance(raw, Exception):
+            why = raw._as_message() if hasattr(raw, "_as_message") else str(raw)
+            unevaluable.append("%s: %s cannot be evaluated (%s)" % (h, name, why.splitlines()[0][:300] if why else "undefined"))
     for name in names:
         if name not in schema.SCHEMA:
             errors.append("%s: %s %s" % (h, name, schema.unknown_variable_problem(name)))
@@ -150,7 +175,8 @@ def schema_errors(h, hv):
     for name, spec in schema.SCHEMA.items():
         if spec.get("required") and _get(hv, name) is None:
             errors.append("%s: %s is not set (%s, e.g. %s)" % (h, name, spec["doc"], spec["example"]))
-    return errors
+    # A value derived from a bad one (ansible_host from a bad CIDR) fails to evaluate: name the cause only.
+    return errors or unevaluable
 
 
 def _typed(hv, name, default=None):
