@@ -87,3 +87,28 @@ def test_nccl_env_server_with_several_hcas_and_overrides():
     assert "NCCL_IB_GID_INDEX" not in env and env["NCCL_DEBUG"] == "WARN"
     assert cm.nccl_env([], ["eth1"]) == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth1",
                                          "OMPI_MCA_btl_tcp_if_include": "eth1", "UCX_NET_DEVICES": "eth1"}
+
+
+def test_readme_variable_table_is_generated_from_the_schema():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    res = subprocess.run([sys.executable, str(ROOT / "scripts/schema_doc.py"), "--check"], text=True, capture_output=True)
+    assert res.returncode == 0, res.stderr
+
+
+def test_schema_covers_every_sparkfleet_variable_the_code_reads():
+    """A variable read somewhere in roles/playbooks/plugins but missing from the schema would be refused as unknown."""
+    import re
+
+    from conftest import ROOT
+
+    from ansible_collections.sparkfleet.cluster.plugins.module_utils import inventory_schema as schema
+    used = set()
+    for sub in ("roles", "playbooks", "plugins", "inventory/example"):
+        for p in (ROOT / sub).rglob("*"):
+            if p.suffix in (".yml", ".j2", ".py") and p.is_file():
+                used |= set(re.findall(r"\b(sparkfleet_[a-z0-9_]+)", p.read_text()))
+    metrics = {u for u in used if u.startswith(("sparkfleet_drift", "sparkfleet_validat", "sparkfleet_tools"))}
+    assert sorted(used - metrics - set(schema.SCHEMA)) == []
