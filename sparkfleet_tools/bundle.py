@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import os
 import subprocess
 import sys
 import tarfile
@@ -75,7 +76,10 @@ def main(argv=None) -> int:
     data = buf.getvalue()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as gz:
+    # It holds the inventory's secrets: owner-only from the first byte.
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.chmod(out, 0o600)
+    with os.fdopen(fd, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0, filename="") as gz:
         gz.write(data)
     print(out)
     return 0

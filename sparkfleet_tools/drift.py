@@ -3,7 +3,8 @@
     python3 -m sparkfleet_tools.drift --inventory inventory/lab --out reports/drift
 
 Exit codes (never confused): 0 = no drift, 2 = drift, 1 = the run itself failed (unreachable
-host, task error, bad inventory). Unreachable hosts are listed as such, never as drift.
+host, task error, bad inventory, or the --deadline passed: the run is stopped and the report names
+the hosts and tasks still running). Unreachable hosts are listed as such, never as drift.
 It never changes a host: ansible-playbook runs with --check --diff.
 Reports: JSON, Markdown (for people) and JUnit XML (for CI), in a timestamped folder under --out,
 with the last --keep runs kept and copies of the newest as latest.{json,md,xml}. With --textfile,
@@ -73,14 +74,34 @@ def collect(events) -> dict:
             h(host)["errors"].append(dict(task, msg=str(res.get("msg", ""))[:2000]))
         elif kind == "runner_on_unreachable" and host:
             h(host)["unreachable"] = str(res.get("msg", ""))[:500]
+    for host, task in running_tasks(events).values():
+        h(host)["running"] = task
     for rec in hosts.values():
-        if rec.get("unreachable"):
+        if rec.get("running"):
+            rec["status"] = "timeout"
+        elif rec.get("unreachable"):
             rec["status"] = "unreachable"
         elif rec["errors"]:
             rec["status"] = "error"
         elif rec["drift"]:
             rec["status"] = "drift"
     return {"hosts": dict(sorted(hosts.items()))}
+
+
+END_EVENTS = {"runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"}
+
+
+def running_tasks(events) -> dict:
+    """(host, task uuid) -> (host, task name) of tasks that started and never ended (a run cut off)."""
+    started, ended = {}, set()
+    for ev in events:
+        kind, data = ev.get("event"), ev.get("event_data") or {}
+        key = (data.get("host"), data.get("task_uuid"))
+        if kind == "runner_on_start" and key[0]:
+            started[key] = (data["host"], "%s (%s)" % (data.get("task"), data.get("play")))
+        elif kind in END_EVENTS:
+            ended.add(key)
+    return {k: v for k, v in started.items() if k not in ended}
 
 
 def run(args) -> dict:
@@ -101,6 +122,7 @@ def run(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="sparkfleet-drift-") as pdd:
         r = ansible_runner.run(private_data_dir=pdd, project_dir=str(ROOT), playbook=playbook, inventory=inventory,
                                cmdline=" ".join(_quote(c) for c in cmdline), envvars=env, quiet=not args.verbose,
+                               timeout=args.deadline,
                                settings={"suppress_ansible_output": not args.verbose})
         events = list(r.events)
         rc, runner_status = r.rc, r.status
@@ -115,7 +137,9 @@ def run(args) -> dict:
     drifted = {n: rec for n, rec in hosts.items() if rec["drift"]}
     unreachable = sorted(n for n, rec in hosts.items() if rec["status"] == "unreachable")
     errors = sorted(n for n, rec in hosts.items() if rec["status"] == "error")
-    failed_run = rc != 0 or bool(unreachable) or bool(errors)
+    timed_out = runner_status == "timeout"
+    still_running = sorted(f"{n}: {rec['running']}" for n, rec in hosts.items() if rec.get("running"))
+    failed_run = rc != 0 or bool(unreachable) or bool(errors) or timed_out
     status = "error" if failed_run else ("drift" if drifted else "ok")
     return {
         "tool": "sparkfleet drift check",
@@ -125,6 +149,7 @@ def run(args) -> dict:
         "ansible_rc": rc, "runner_status": runner_status, "duration_s": round(time.time() - start, 2),
         "drifted_tasks": sum(len(rec["drift"]) for rec in hosts.values()),
         "unreachable": unreachable, "errored": errors,
+        "deadline_s": args.deadline, "timed_out": timed_out, "still_running": still_running,
         "hosts": hosts,
         "output_tail": stdout_tail if failed_run and not hosts else "",
     }
@@ -145,6 +170,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", type=int, default=14, help="runs to keep in --out")
     ap.add_argument("--textfile", help="node_exporter textfile (.prom) to write")
     ap.add_argument("--verbose", "-v", action="store_true", help="show ansible-playbook output")
+    ap.add_argument("--deadline", type=int, default=int(os.environ.get("SPARKFLEET_DRIFT_DEADLINE_S", 1800)),
+                    help="seconds after which the run is stopped and reported as failed (default 1800)")
     args = ap.parse_args(argv)
     if not Path(args.inventory).exists():
         print(f"drift: error: inventory {args.inventory} not found", file=sys.stderr)
@@ -170,16 +197,21 @@ def write_reports(data: dict, out: Path, keep: int) -> Path:
     while folder.exists():
         folder = out / f"{stamp}-{n}"
         n += 1
-    folder.mkdir(parents=True)
+    # Diffs can show what a managed file holds: reports are for root (or the user running the check) only.
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(out, 0o700)
+    folder.mkdir(mode=0o700)
     files = {"report.json": json.dumps(data, indent=2) + "\n", "report.md": report.drift_markdown(data),
              "report.xml": report.drift_junit(data)}
     for name, text in files.items():
-        (folder / name).write_text(text)
-        (out / ("latest" + Path(name).suffix)).write_text(text)
+        for path in (folder / name, out / ("latest" + Path(name).suffix)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o600)
     runs = sorted(p for p in out.iterdir() if p.is_dir())
     for old in runs[:-keep] if keep > 0 else []:
         shutil.rmtree(old, ignore_errors=True)
-    os.chmod(folder, 0o755)
     return folder
 
 

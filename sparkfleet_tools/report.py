@@ -18,6 +18,9 @@ def summary_line(data: dict, folder: Path | None = None) -> str:
         per = ", ".join(f"{h}: {len(r['drift'])}" for h, r in data["hosts"].items() if r["drift"])
         return f"drift: {data['drifted_tasks']} task(s) would change ({per}){where}"
     bits = []
+    if data.get("timed_out"):
+        bits.append(f"stopped at the {data.get('deadline_s')} s deadline; still running: "
+                    + ("; ".join(data.get("still_running") or []) or "nothing reported"))
     if data.get("unreachable"):
         bits.append("unreachable: " + ", ".join(data["unreachable"]))
     if data.get("errored"):
@@ -36,6 +39,10 @@ def drift_markdown(data: dict) -> str:
              "| host | status | tasks that would change |", "| --- | --- | --- |"]
     for h, r in data["hosts"].items():
         lines.append(f"| {h} | {r['status']} | {len(r['drift'])} |")
+    if data.get("timed_out"):
+        lines += ["", f"## stopped at the deadline ({data.get('deadline_s')} s)", "",
+                  "Tasks still running when the run was stopped:", ""]
+        lines += [f"- {t}" for t in data.get("still_running") or ["(none reported)"]]
     for h, r in data["hosts"].items():
         if r.get("unreachable"):
             lines += ["", f"## {h}: unreachable", "", f"    {r['unreachable']}"]
@@ -55,7 +62,10 @@ def drift_junit(data: dict) -> str:
     cases, failures, errors = [], 0, 0
     for h, r in data["hosts"].items():
         body = ""
-        if r["status"] == "unreachable":
+        if r["status"] == "timeout":
+            errors += 1
+            body = f'<error message={quoteattr("stopped at the deadline while running " + r["running"])}/>'
+        elif r["status"] == "unreachable":
             errors += 1
             body = f'<error message={quoteattr("unreachable: " + r["unreachable"])}/>'
         elif r["status"] == "error":

@@ -85,6 +85,11 @@ def mtu_peers(nodes, mtu):
             for node in nodes for n, ip in zip(node["fabric_names"], node["fabric_ips"], strict=False)]
 
 
+def model_entry_errors(models, var="model_sync_models"):
+    """Problems of [{name, version}] entries: both plain names (letters, digits, . _ -), never '.' or '..'."""
+    return cm.model_entry_errors(models, var)
+
+
 class FilterModule:
     def filters(self):
         return {"node_address": node_address, "cluster_nodes": cluster_nodes,
@@ -93,4 +98,4 @@ class FilterModule:
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
                 "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports,
                 "s3_identity": s3_identity,
-                "first_fabric_peer": first_fabric_peer, "node_addresses": node_addresses}
+                "first_fabric_peer": first_fabric_peer, "model_entry_errors": model_entry_errors, "node_addresses": node_addresses}

@@ -7,6 +7,8 @@ Every error message names the host, the variable and the value.
 
 from __future__ import annotations
 
+import re
+
 import netaddr
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import inventory_schema as schema
@@ -438,3 +440,23 @@ def nccl_env(rdma_devices, fabric_interfaces, topology="switch", overrides=None,
     for k in [k for k, v in (overrides or {}).items() if v is None]:
         env.pop(k, None)  # an override of null removes a key
     return dict(sorted(env.items()))
+
+
+PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def model_entry_errors(models, var="model_sync_models"):
+    """[{name, version}] -> problems naming the entry; names become paths under /models and in the bucket."""
+    if not isinstance(models, list):
+        return ["%s=%r must be a list of {name, version}" % (var, models)]
+    errors = []
+    for i, m in enumerate(models):
+        if not isinstance(m, dict):
+            errors.append("%s[%d]=%r must be a mapping {name, version}" % (var, i, m))
+            continue
+        for key in ("name", "version"):
+            v = m.get(key)
+            if not isinstance(v, str) or not PLAIN_NAME_RE.match(v) or v in (".", ".."):
+                errors.append("%s[%d].%s=%r must be a plain name (letters, digits, '.', '_', '-'; not starting "
+                              "with '.' or '-')" % (var, i, key, v))
+    return errors

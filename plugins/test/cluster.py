@@ -7,6 +7,12 @@ def intersects(a, b):
     return bool(set(a or []) & set(b or []))
 
 
+def service_enabled(entry):
+    """A sparkfleet_services entry that is on: no `enabled` key, or a true one (it may be a template)."""
+    value = (entry or {}).get("enabled", True)
+    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "1")
+
+
 class TestModule:
     def tests(self):
-        return {"intersects": intersects}
+        return {"intersects": intersects, "service_enabled": service_enabled}

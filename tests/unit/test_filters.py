@@ -112,3 +112,17 @@ def test_schema_covers_every_sparkfleet_variable_the_code_reads():
                 used |= set(re.findall(r"\b(sparkfleet_[a-z0-9_]+)", p.read_text()))
     metrics = {u for u in used if u.startswith(("sparkfleet_drift", "sparkfleet_validat", "sparkfleet_tools"))}
     assert sorted(used - metrics - set(schema.SCHEMA)) == []
+
+
+def test_model_entries_must_be_plain_names():
+    assert cm.model_entry_errors([{"name": "Qwen2.5-70B", "version": "v2"}]) == []
+    errs = cm.model_entry_errors([{"name": "..", "version": "v1"}, {"name": "a/b", "version": "v1"}, "x",
+                                  {"name": "ok", "version": "-rf"}, {"name": "ok"}])
+    assert errs == [
+        "model_sync_models[0].name='..' must be a plain name (letters, digits, '.', '_', '-'; not starting with '.' or '-')",
+        "model_sync_models[1].name='a/b' must be a plain name (letters, digits, '.', '_', '-'; not starting with '.' or '-')",
+        "model_sync_models[2]='x' must be a mapping {name, version}",
+        "model_sync_models[3].version='-rf' must be a plain name (letters, digits, '.', '_', '-'; not starting with '.' or '-')",
+        "model_sync_models[4].version=None must be a plain name (letters, digits, '.', '_', '-'; not starting with '.' or '-')",
+    ]
+    assert cm.model_entry_errors("Qwen") == ["model_sync_models='Qwen' must be a list of {name, version}"]

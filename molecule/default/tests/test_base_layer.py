@@ -46,6 +46,8 @@ def test_same_user_everywhere_and_sshd_hardened():
     for n in NODES:
         h = host(n)
         assert h.user("spark").uid == 2000 and h.group("spark").gid == 2000
+        # The lab plants Ubuntu cloud-init's drop-in; ours must win over it.
+        assert "PasswordAuthentication yes" in h.file("/etc/ssh/sshd_config.d/50-cloud-init.conf").content_string
         conf = h.run("sshd -T").stdout
         assert "passwordauthentication no" in conf and "kbdinteractiveauthentication no" in conf
         assert h.file("/home/spark/.ssh/id_ed25519").mode == 0o600
@@ -81,7 +83,7 @@ def udp(p):
         try: d, a = s.recvfrom(100); s.sendto(d, a)
         except OSError: pass
 for p in ports: threading.Thread(target=tcp, args=(p,), daemon=True).start()
-threading.Thread(target=udp, args=(4791,), daemon=True).start()
+for p in (sys.argv[2] if len(sys.argv) > 2 else '4791').split(','): threading.Thread(target=udp, args=(int(p),), daemon=True).start()
 time.sleep(61)
 """
 PROBE = r"""
@@ -100,13 +102,26 @@ with cf.ThreadPoolExecutor(32) as ex:
     print(json.dumps([[*t, ok] for t, ok in zip(targets, ex.map(probe, targets))]))
 """
 TCP_PORTS = [22, 50500, 6443, 10250, 9100, 12345]
+# Ports published by containers (docker run -p) on one compute node: undeclared, and vLLM's declared 8000.
+PUBLISHED_UNDECLARED, PUBLISHED_DECLARED = 18080, 8000
+WEB = NODES[-1]
+PUBLISH = ("test -n \"$(docker images -q sparkfleet/web:1)\" || { d=$(mktemp -d); mkdir -p $d/bin; cp /bin/busybox $d/bin/; "
+           "tar -C $d -c . | docker import - sparkfleet/web:1 >/dev/null; rm -rf $d; }; docker rm -f pub1 pub2 >/dev/null 2>&1; "
+           f"docker run -d --name pub1 -p {PUBLISHED_UNDECLARED}:80 sparkfleet/web:1 /bin/busybox httpd -f -p 80 >/dev/null && "
+           f"docker run -d --name pub2 -p {PUBLISHED_DECLARED}:80 sparkfleet/web:1 /bin/busybox httpd -f -p 80 >/dev/null")
 
 
 def allowed(src, dst, port, proto):
     """The policy, written independently of the role: who may reach which port."""
     node = src in NODES
+    if proto == "udp" and port == 123:
+        return node and dst == CONTROL  # air-gapped lab: the control node serves time to the nodes only
     if proto == "udp":
         return node  # RoCEv2 4791 between nodes only
+    if port == PUBLISHED_UNDECLARED:
+        return node  # a container's published port: cluster nodes only, nobody outside
+    if port == PUBLISHED_DECLARED:
+        return node  # vLLM's declared port: nodes and admin networks (the outsider is neither)
     if port == 22:
         return True  # management network (the outsider sits on it) and nodes
     if port == 9100:
@@ -121,12 +136,16 @@ def allowed(src, dst, port, proto):
 def test_firewall_matrix_matches_policy():
     for n in NODES:
         ssh(n, "cat > /tmp/listen.py <<'EOF'\n" + LISTEN + "\nEOF\n"
-               f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:])} >/dev/null 2>&1 &")
+               f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:])} "
+               f"{'4791,123' if n == CONTROL else '4791'} >/dev/null 2>&1 &")
+    ssh(WEB, PUBLISH, timeout=120)
     import time
     time.sleep(1.5)
     mismatches = []
     for src in NODES + OUTSIDERS:
         targets = [[addr(d), p, "tcp"] for d in NODES for p in TCP_PORTS] + [[addr(d), 4791, "udp"] for d in NODES]
+        targets += [[addr(d), 123, "udp"] for d in NODES]
+        targets += [[addr(WEB), PUBLISHED_UNDECLARED, "tcp"], [addr(WEB), PUBLISHED_DECLARED, "tcp"]]
         if src in NODES:  # NCCL over the fabric too
             targets += [[fabric_ip(d, i), 50500, "tcp"] for d in NODES if d != src for i in (0, 1)]
         ip2host = {addr(d): d for d in NODES} | {fabric_ip(d, i): d for d in NODES for i in (0, 1)}
@@ -140,6 +159,17 @@ def test_firewall_matrix_matches_policy():
             if ok != want:
                 mismatches.append(f"{src} -> {dst} ({ip}) {proto}/{port}: {'open' if ok else 'closed'}, want "
                                   f"{'open' if want else 'closed'}")
+    # From this controller (an admin address): the declared published port only.
+    import socket
+    def reach(port):
+        try:
+            socket.create_connection((addr(WEB), port), timeout=3).close()
+            return True
+        except OSError:
+            return False
+    admin = {p: reach(p) for p in (PUBLISHED_UNDECLARED, PUBLISHED_DECLARED)}
+    ssh(WEB, "docker rm -f pub1 pub2", check=False)
+    assert admin == {PUBLISHED_UNDECLARED: False, PUBLISHED_DECLARED: True}, admin
     assert not mismatches, "\n".join(mismatches)
 
 

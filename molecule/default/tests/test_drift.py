@@ -11,11 +11,14 @@ from labtools import INV, INVENTORY, NODES, PROJECT, playbook, ssh
 
 PY = str(PROJECT / ".venv" / "bin" / "python")
 LAB = INV["vars"]["sparkfleet_cluster_name"]
-DIGEST = ("sha256sum /etc/docker/daemon.json /etc/hosts /etc/ssh/ssh_known_hosts /etc/ssh/sshd_config.d/50-sparkfleet.conf "
+DIGEST = ("sha256sum /etc/docker/daemon.json /etc/hosts /etc/ssh/ssh_known_hosts /etc/ssh/sshd_config.d/01-sparkfleet.conf "
           "/etc/chrony/conf.d/sparkfleet.conf /etc/sparkfleet/firewall.nft /etc/sysctl.d/60-sparkfleet-nccl.conf "
           "/home/spark/.ssh/authorized_keys; nft -s list table inet sparkfleet | sha256sum; "
           "cat /proc/sys/net/ipv4/ip_local_port_range; systemctl is-active sparkfleet-firewall ssh; "
           "systemctl is-enabled sparkfleet-firewall chrony")
+
+
+HAND_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKsJ8m7yLrYhCqv3xQ1lS0bG7s2nM6t1oTt3r0i8b1Xc hand-added@laptop"
 
 
 def drift(tmp_path, *extra):
@@ -51,6 +54,7 @@ def test_planted_drift_is_named_exactly(tmp_path):
            "nft delete rule inet sparkfleet input handle $h")
     ssh(b, "sysctl -qw net.ipv4.ip_local_port_range='32768 60999'")
     ssh(c, "systemctl stop sparkfleet-firewall")
+    ssh(a, f"echo '{HAND_KEY}' >> /home/spark/.ssh/authorized_keys")
     ssh(c, "python3 -c \"import json; p='/etc/docker/daemon.json'; d=json.load(open(p)); "
            "d['log-opts']['max-size']='1m'; json.dump(d, open(p, 'w'))\"")
     try:
@@ -61,7 +65,8 @@ def test_planted_drift_is_named_exactly(tmp_path):
         assert report["status"] == "drift"
         assert drifted(report) == {
             # The edited block line is both a block difference and a line that gives a cluster name another address.
-            a: ["Disable other lines that give a cluster name another address", "Write the cluster block in /etc/hosts"],
+            a: ["Authorize the cluster key (and people's keys) for the cluster user",  # the key added by hand
+                "Disable other lines that give a cluster name another address", "Write the cluster block in /etc/hosts"],
             b: ["Load the cluster ruleset (checked with nft -c first; live drift repaired)",
                 "Pin the ephemeral port range to the NCCL range"],
             c: ["Firewall unit enabled and active",
@@ -76,6 +81,7 @@ def test_planted_drift_is_named_exactly(tmp_path):
         assert fix.returncode == 0, fix.stdout[-2000:]
     res, report = drift(tmp_path)
     assert res.returncode == 0 and drifted(report) == {}
+    assert "hand-added" not in ssh(a, "cat /home/spark/.ssh/authorized_keys").stdout, "converge removes a key nobody declared"
 
 
 def test_unreachable_host_is_a_failed_run_not_drift(tmp_path):
@@ -108,3 +114,30 @@ def test_no_python_traceback_on_missing_inventory(tmp_path):
     res = subprocess.run([sys.executable, "-m", "sparkfleet_tools.drift", "--inventory", str(tmp_path / "nope")],
                          cwd=PROJECT, text=True, capture_output=True)
     assert res.returncode == 1 and "not found" in res.stderr
+
+
+def test_secrets_never_in_drift_reports(tmp_path):
+    """Files that hold secrets drifted on nodes: the drift check names the tasks, the reports show no secret."""
+    control, compute = NODES[0], NODES[1]
+    secrets = INVENTORY / ".secrets"
+    root = (secrets / f"{LAB}_s3_root_secret").read_text().strip()
+    priv = ssh(compute, "cat /home/spark/.ssh/id_ed25519").stdout
+    key_line = priv.strip().splitlines()[1]
+    ssh(control, "cp /etc/sparkfleet-s3/s3.json /root/s3.json.bak && sed -i 's/\"Read\"/\"Write\"/' /etc/sparkfleet-s3/s3.json")
+    ssh(compute, "cp /home/spark/.ssh/id_ed25519 /root/id.bak && echo '# edited' >> /home/spark/.ssh/id_ed25519")
+    try:
+        res, report = drift(tmp_path)
+        assert res.returncode == 2, res.stdout + res.stderr
+        tasks = drifted(report)
+        assert "Credentials (S3 identities; never logged)" in tasks[control]
+        assert "Cluster key pair of the cluster user" in tasks[compute]
+        for f in tmp_path.rglob("*"):
+            if f.is_file():
+                text = f.read_text()
+                assert root not in text and key_line not in text, f
+                assert oct(f.stat().st_mode & 0o777) == "0o600", f
+        assert oct(tmp_path.stat().st_mode & 0o777) == "0o700"
+        assert root not in res.stdout + res.stderr and key_line not in res.stdout + res.stderr
+    finally:
+        ssh(control, "mv /root/s3.json.bak /etc/sparkfleet-s3/s3.json")
+        ssh(compute, "mv /root/id.bak /home/spark/.ssh/id_ed25519")

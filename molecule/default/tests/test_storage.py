@@ -105,3 +105,48 @@ def test_secret_never_in_verbose_output(model, tmp_path):
     # and the node's own process list / rclone command lines carry none either
     assert secret not in subprocess.run(["docker", "exec", f"sparkfleet-{INV['vars']['sparkfleet_cluster_name']}-{CONTROL}",
                                          "ps", "auxww"], text=True, capture_output=True).stdout
+
+
+READER_FILE = INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_s3_reader_secret"
+
+
+def test_compute_nodes_hold_only_a_read_only_identity(model):
+    """Least privilege: a compute node reads models; it can neither write nor delete, and the root secret
+    never leaves the control node."""
+    root = SECRET_FILE.read_text().strip()
+    reader = READER_FILE.read_text().strip()
+    assert sync("v1").returncode == 0
+    for n in COMPUTE:
+        conf = ssh(n, "cat /etc/sparkfleet/rclone.conf").stdout
+        assert reader in conf and root not in conf
+        assert ssh(n, f"rclone --config /etc/sparkfleet/rclone.conf lsf sparkfleet:models/{NAME}/v1/").stdout.strip()
+        write = ssh(n, "echo x > /tmp/w && rclone --config /etc/sparkfleet/rclone.conf --retries 1 --low-level-retries 1 "
+                       f"copyto /tmp/w sparkfleet:models/{NAME}/v1/intruder", check=False)
+        delete = ssh(n, "rclone --config /etc/sparkfleet/rclone.conf --retries 1 --low-level-retries 1 "
+                        f"deletefile sparkfleet:models/{NAME}/v1/config.json", check=False)
+        assert write.returncode != 0 and delete.returncode != 0, (write.stderr, delete.stderr)
+        assert "AccessDenied" in write.stderr + delete.stderr
+    assert sorted(node_sums(COMPUTE[0], "v1")) == sorted(model["v1"])  # nothing deleted
+
+
+@pytest.mark.parametrize("bad", [{"name": "../etc", "version": "v1"}, {"name": "m; rm -rf /", "version": "v1"},
+                                 {"name": "ok", "version": "v1/../../x"}, {"name": "ok"}, "just-a-string"])
+def test_model_names_are_validated_before_any_sync(bad):
+    """rclone sync deletes what the source lacks: a name that escapes /models must never reach it."""
+    res = playbook("playbooks/storage.yml", "-e", json.dumps({"model_sync_models": [bad]}), timeout=300)
+    assert res.returncode != 0
+    assert "model_sync_models" in res.stdout, res.stdout[-2000:]
+    assert "TASK [sparkfleet.cluster.model_sync : Sync each model version" not in res.stdout
+
+
+def test_tls_key_never_in_diff_output(tmp_path):
+    """A dry run that would install TLS files shows neither the key nor its text in --diff output."""
+    key, cert = tmp_path / "tls.key", tmp_path / "tls.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=sparkfleet-test"], check=True, capture_output=True)
+    body = key.read_text().splitlines()[1]  # a line of the key's base64
+    res = playbook("playbooks/storage.yml", "--check", "--diff", "-vvv", "--limit", CONTROL,
+                   "-e", f"object_store_tls_cert={cert}", "-e", f"object_store_tls_key={key}")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "TLS certificate and key" in out and body not in out
