@@ -99,6 +99,9 @@ CASES = [
     ("cluster-missing", "structure", flatten_cluster, "inventory: group 'cluster' is missing or empty"),
     ("cluster-misspelled", "structure", rename_cluster("clustr"), "unknown group 'clustr' (did you mean 'cluster'?)"),
     ("cluster-empty", "structure", empty_cluster, "group 'cluster' is missing or empty"),
+    ("no-cluster-groups-at-all", "structure", lambda inv: inv["all"].__setitem__("children", {"nodes": {"hosts": {
+        "spark-01": {"sparkfleet_node_index": 1}, "spark-02": {"sparkfleet_node_index": 2}}}}),
+     "unknown group 'nodes'"),
     ("no-control", "structure", move("spark-01", "control", "compute"), "group 'control' must hold exactly one host, has 0"),
     ("two-controls", "structure", move("spark-02", "compute", "control"), "group 'control' must hold exactly one host, has 2"),
     ("empty-compute", "structure", lambda inv: hosts_of(inv, "compute").clear(), "group 'compute' is empty"),
