@@ -123,8 +123,8 @@ def test_secrets_never_in_drift_reports(tmp_path):
     root = (secrets / f"{LAB}_s3_root_secret").read_text().strip()
     priv = ssh(compute, "cat /home/spark/.ssh/id_ed25519").stdout
     key_line = priv.strip().splitlines()[1]
-    ssh(control, "cp /etc/sparkfleet-s3/s3.json /root/s3.json.bak && sed -i 's/\"Read\"/\"Write\"/' /etc/sparkfleet-s3/s3.json")
-    ssh(compute, "cp /home/spark/.ssh/id_ed25519 /root/id.bak && echo '# edited' >> /home/spark/.ssh/id_ed25519")
+    ssh(control, "cp -p /etc/sparkfleet-s3/s3.json /root/s3.json.bak && sed -i 's/\"Read\"/\"Write\"/' /etc/sparkfleet-s3/s3.json")
+    ssh(compute, "cp -p /home/spark/.ssh/id_ed25519 /root/id.bak && echo '# edited' >> /home/spark/.ssh/id_ed25519")
     try:
         res, report = drift(tmp_path)
         assert res.returncode == 2, res.stdout + res.stderr
@@ -139,5 +139,5 @@ def test_secrets_never_in_drift_reports(tmp_path):
         assert oct(tmp_path.stat().st_mode & 0o777) == "0o700"
         assert root not in res.stdout + res.stderr and key_line not in res.stdout + res.stderr
     finally:
-        ssh(control, "mv /root/s3.json.bak /etc/sparkfleet-s3/s3.json")
+        ssh(control, "mv /root/s3.json.bak /etc/sparkfleet-s3/s3.json")  # cp -p kept owner and mode
         ssh(compute, "mv /root/id.bak /home/spark/.ssh/id_ed25519")
