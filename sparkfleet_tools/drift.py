@@ -52,6 +52,17 @@ def diff_text(res: dict, limit: int = 4000) -> str:
     return text[:limit] + ("\n... (cut)" if len(text) > limit else "")
 
 
+def censored_change(ev: dict, res: dict) -> bool:
+    """A no_log result reaches the event censored, without `changed`: the display line still says it."""
+    return "censored" in res and re.sub(r"\x1b\[[0-9;]*m", "", str(ev.get("stdout", ""))).lstrip().startswith("changed:")
+
+
+def add_hidden_drift(rec: dict, task: dict) -> None:
+    """Record a no_log task as drift once (a loop reports each item), its content hidden."""
+    if not any(d["task"] == task["task"] and d["path"] == task["path"] for d in rec["drift"]):
+        rec["drift"].append(dict(task, diff="(content hidden: the task is no_log, it handles a secret)"))
+
+
 def collect(events) -> dict:
     """Runner events -> per-host drift, errors, unreachable."""
     hosts: dict[str, dict] = {}
@@ -67,18 +78,14 @@ def collect(events) -> dict:
         res = data.get("res") or {}
         if kind == "runner_on_ok" and host:
             h(host)["ok"] += 1
-            # no_log results reach the event censored, without `changed`: the display line still says it.
-            censored_change = "censored" in res and re.sub(r"\x1b\[[0-9;]*m", "", str(ev.get("stdout", ""))).lstrip().startswith("changed:")
-            if censored_change and not any(d["task"] == task["task"] and d["path"] == task["path"] for d in h(host)["drift"]):
-                h(host)["drift"].append(dict(task, diff="(content hidden: the task is no_log, it handles a secret)"))
+            if censored_change(ev, res):
+                add_hidden_drift(h(host), task)
             elif res.get("changed"):
                 # Modules without a diff (commands that compare in check mode) say what differs on stdout.
                 detail = diff_text(res) or str(res.get("stdout", "")).strip()[:2000]
                 h(host)["drift"].append(dict(task, diff=detail))
-        elif kind == "runner_item_on_ok" and host and "censored" in res and \
-                re.sub(r"\x1b\[[0-9;]*m", "", str(ev.get("stdout", ""))).lstrip().startswith("changed:"):
-            if not any(d["task"] == task["task"] and d["path"] == task["path"] for d in h(host)["drift"]):
-                h(host)["drift"].append(dict(task, diff="(content hidden: the task is no_log, it handles a secret)"))
+        elif kind == "runner_item_on_ok" and host and censored_change(ev, res):
+            add_hidden_drift(h(host), task)
         elif kind == "runner_on_failed" and host and not data.get("ignore_errors"):
             h(host)["errors"].append(dict(task, msg=str(res.get("msg", ""))[:2000]))
         elif kind == "runner_on_unreachable" and host:

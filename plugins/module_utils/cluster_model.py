@@ -213,7 +213,7 @@ def network_errors(h, hv, n_nodes):
                 errors.append("%s: sparkfleet_admin_cidrs[%d]=%s overlaps the fabric subnet sparkfleet_fabric_cidrs[%d]=%s "
                               "(admin networks reach services; the fabric carries only node-to-node traffic)"
                               % (h, i, adm, j, fab))
-    return errors, mgmt, [f for f in fabs]
+    return errors, mgmt, fabs
 
 
 def port_errors(h, hv):
@@ -223,7 +223,8 @@ def port_errors(h, hv):
     if schema.value_problems("sparkfleet_nccl_port_range", rng):
         return errors  # its own error is reported already
     lo, hi = rng
-    fixed = [("RoCEv2", [(4791, 4791)]), ("SSH", [(int(_get(hv, "firewall_ssh_port", 22)), int(_get(hv, "firewall_ssh_port", 22)))])]
+    ssh_port = int(_get(hv, "firewall_ssh_port", 22))
+    fixed = [("RoCEv2", [(4791, 4791)]), ("SSH", [(ssh_port, ssh_port)])]
     for name, entry in sorted(_services(hv).items()):
         try:
             fixed.append(("service %s" % name, _ports_of(entry)))
@@ -291,7 +292,8 @@ def inventory_errors(hostvars, groups, extra_groups=()):
         hv = hostvars[h]
         if not HOSTNAME_RE.match(h):
             errors.append("%s: inventory name %r is not a valid host name (lower-case letters, digits, '-')" % (h, h))
-        errors += schema_errors(h, hv)
+        host_schema_errors = schema_errors(h, hv)
+        errors += host_schema_errors
         net_errors, mgmt, fabs = network_errors(h, hv, len(cluster))
         errors += net_errors + port_errors(h, hv) + service_group_errors(h, hv, groups, extra_groups) + user_errors(h, hv)
         idx = _get(hv, "sparkfleet_node_index")
@@ -303,8 +305,7 @@ def inventory_errors(hostvars, groups, extra_groups=()):
             else:
                 seen_index[idx] = h
         try:
-            rec = node_record(h, hv) if (idx is not None or _get(hv, "ansible_host")) and not \
-                any(e.startswith(h + ": ") for e in schema_errors(h, hv)) else None
+            rec = node_record(h, hv) if (idx is not None or _get(hv, "ansible_host")) and not host_schema_errors else None
         except (ValueError, netaddr.AddrFormatError, TypeError) as e:
             errors.append("%s: cannot derive addresses: %s" % (h, e))
             rec = None
