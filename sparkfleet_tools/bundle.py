@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,14 +24,29 @@ REQUIREMENTS = ["ansible-core==2.19.14", "ansible-runner==2.4.3", "netaddr==1.3.
 COLLECTIONS = ["ansible/posix"]
 
 
+# Every wheel (dependencies included) pinned by sha256; regenerate with scripts/lock_drift.py.
+LOCK = ROOT / "sparkfleet_tools" / "drift-requirements.txt"
+
+
+def pip_platform_args(python: str, arch: str) -> list[str]:
+    return ["--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            "--platform", f"manylinux_2_28_{arch}", "--platform", f"manylinux_2_17_{arch}",
+            "--platform", f"manylinux2014_{arch}", "--platform", "any"]
+
+
 def wheels(python: str, arch: str) -> Path:
+    """The node's wheels, downloaded once per Python/CPU. pip checks each against the lock's hashes
+    (--require-hashes), here and again on the node, so a cache or mirror cannot swap one."""
     out = ROOT / ".cache" / "wheels" / f"drift-cp{python.replace('.', '')}-{arch}"
-    if not any(out.glob("ansible_core-*.whl")):
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--python-version", python,
-                        "--implementation", "cp", "--platform", f"manylinux_2_28_{arch}", "--platform", f"manylinux_2_17_{arch}",
-                        "--platform", f"manylinux2014_{arch}", "--platform", "any", "-d", str(out), *REQUIREMENTS],
+    stamp = out / ".lock-sha256"
+    want = hashlib.sha256(LOCK.read_bytes()).hexdigest()
+    if not stamp.is_file() or stamp.read_text() != want:
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--require-hashes", "--no-deps",
+                        *pip_platform_args(python, arch), "-d", str(out), "-r", str(LOCK)],
                        check=True, stderr=subprocess.DEVNULL)
+        stamp.write_text(want)
     return out
 
 
@@ -73,6 +90,7 @@ def main(argv=None) -> int:
             add(tar, site / "ansible_collections" / c, f"vendor_collections/ansible_collections/{c}")
         add(tar, Path(a.inventory).resolve(), "inventory")
         add(tar, wheels(a.python, a.arch), "wheels")
+        add(tar, LOCK, "requirements.txt")
     data = buf.getvalue()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
