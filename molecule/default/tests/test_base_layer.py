@@ -62,7 +62,14 @@ def test_chrony_control_serves_time_to_the_others():
         if n != CONTROL:
             conf = host(n).file("/etc/chrony/conf.d/sparkfleet.conf").content_string
             assert f"server {addr(CONTROL)} iburst prefer" in conf and "local stratum" not in conf
-        assert host(n).service("chrony").is_enabled
+        assert host(n).service("chrony").is_enabled and host(n).service("chrony").is_running
+    # Real NTP over UDP 123 through the firewall: each node has heard the control node (reach register > 0).
+    for n in NODES:
+        if n != CONTROL:
+            out = ssh(n, "for i in $(seq 20); do r=$(chronyc -n sources | awk -v a=%s '$2==a {print $5}'); "
+                         "[ -n \"$r\" ] && [ \"$r\" != 0 ] && echo reach=$r && exit 0; sleep 1; done; chronyc -n sources; exit 1"
+                      % addr(CONTROL), check=False, timeout=60)
+            assert out.returncode == 0, f"{n} never heard {CONTROL}'s NTP server:\n{out.stdout}"
 
 
 # ------------------------------------------------------------------ firewall reachability matrix

@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 from labtools import INV, INVENTORY, NODES, PROJECT, playbook, ssh
 
@@ -141,3 +144,41 @@ def test_secrets_never_in_drift_reports(tmp_path):
     finally:
         ssh(control, "mv /root/s3.json.bak /etc/sparkfleet-s3/s3.json")  # cp -p kept owner and mode
         ssh(compute, "mv /root/id.bak /home/spark/.ssh/id_ed25519")
+
+
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+# Every long-running service sparkfleet manages on the control node, with the task that declares it running.
+SERVICES = {
+    "sparkfleet-s3": "Object storage enabled and running",
+    "sparkfleet-firewall": "Firewall unit enabled and active",
+    "docker": "Docker enabled and running",
+    "chrony": "Chrony enabled and running",
+}
+
+
+@pytest.mark.parametrize("unit", sorted(SERVICES))
+def test_a_stopped_service_is_named_within_the_deadline(tmp_path, unit):
+    """A check-mode step that talks to a stopped service must not hang the nightly run: it ends, names it."""
+    stop = f"systemctl stop {unit} {'docker.socket' if unit == 'docker' else ''}"
+    ssh(CONTROL, stop)
+    try:
+        started = time.monotonic()
+        res, report = drift(tmp_path, "--deadline", "300")
+        took = time.monotonic() - started
+    finally:
+        ssh(CONTROL, f"systemctl start {unit}")
+    assert took < 300 and not report["timed_out"], res.stdout[-2000:]
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr
+    assert SERVICES[unit] in drifted(report)[CONTROL], drifted(report)
+    assert set(drifted(report)) == {CONTROL}, drifted(report)
+
+
+def test_deadline_stops_the_run_and_names_what_was_running(tmp_path):
+    res, report = drift(tmp_path, "--deadline", "8")
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr
+    assert report["status"] == "error" and report["timed_out"] and report["deadline_s"] == 8
+    assert report["runner_status"] == "timeout"
+    # "host: task" for each host still busy when the deadline passed.
+    assert report["still_running"] and all(r.split(":")[0] in NODES for r in report["still_running"]), report
+    assert "deadline" in (res.stdout + res.stderr).lower()
+    assert (tmp_path / "latest.md").is_file() and (tmp_path / "latest.xml").is_file()
