@@ -9,6 +9,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # module_utils import as part of the collection (collections/ansible_collections/sparkfleet/cluster -> repo).
 sys.path.insert(0, str(ROOT / "collections"))
+# sparkfleet_tools (the drift bundle builder) imports from the repo root; plain `pytest` does not put it on sys.path.
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 sys.path.insert(0, str(ROOT / "tests"))
 SHARED = ROOT.parent / "shared" / "fixtures"
