@@ -91,6 +91,21 @@ def _cluster_user(value):
     return None
 
 
+SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def _partition(value):
+    if not isinstance(value, dict) or not SLURM_NAME_RE.match(str(value.get("name", ""))):
+        return "needs a name (letters, digits, '_', '-')"
+    unknown = set(value) - {"name", "nodes", "default", "options"}
+    if unknown:
+        return "has unknown keys %s (known: name, nodes, default, options)" % ", ".join(sorted(unknown))
+    nodes = value.get("nodes", "ALL")
+    if not (nodes == "ALL" or (isinstance(nodes, list) and all(isinstance(n, str) for n in nodes))):
+        return "nodes must be ALL or a list of inventory groups or hosts"
+    return None
+
+
 def _service_ports(value):
     for p in value:
         if isinstance(p, bool):
@@ -194,6 +209,11 @@ SCHEMA = {
     "sparkfleet_cuda_test_image": _e("str", _match(re.compile(r"^\S+$"), "an image reference"),
                                      doc="CUDA image for the GPU container checks", example="nvcr.io/nvidia/cuda:13.0.0-base-ubuntu24.04"),
     "sparkfleet_lab": _e("bool", doc="set by lab/lab.py on lab inventories", example="false"),
+    "sparkfleet_scheduler": _e("str", _match(re.compile(r"^(slurm|kubernetes|none)$"), "one of slurm, kubernetes, none"),
+                               doc="the scheduler layer users submit work to", example="slurm"),
+    "sparkfleet_slurm_partitions": _e("list", elements="dict", elem_check=_partition,
+                                      doc="Slurm partitions: [{name, nodes (inventory groups or 'ALL'), default, options}]",
+                                      example="[{name: gpu, nodes: ALL, default: true}]"),
 }
 
 TYPE_NAMES = {"str": "a string", "int": "a whole number", "bool": "true or false", "list": "a list", "dict": "a mapping"}
