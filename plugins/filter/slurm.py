@@ -4,51 +4,72 @@ from __future__ import annotations
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
 
 
-def slurmd_c(text):
-    """`slurmd -C` output -> {'CPUs': 2, 'RealMemory': ..., ...}."""
-    return slurm.parse_slurmd_c(text or "")
-
-
-def slurm_node_line(name, addr, hw, gpus=0, memory_percent=95):
-    return slurm.node_line(name, addr, hw or {}, int(gpus or 0), int(memory_percent))
-
-
-def slurm_names(hosts, hostvars):
-    """Inventory names -> the names Slurm knows them by (what `slurmd -C` reports, else the inventory name)."""
+def slurm_probes(hosts, hostvars, others=None):
+    """Parsed probes: {host: {...}} from the play's hosts (_slurm_probe) and from the delegated probe of the
+    nodes outside --limit (others: its registered loop result). Every node line needs its node's numbers."""
     out = {}
     for h in hosts:
         probe = hostvars[h].get("_slurm_probe") or {}
-        out[h] = slurm.parse_slurmd_c(probe.get("stdout", "") if isinstance(probe, dict) else "").get("NodeName", h)
+        if "stdout" in probe:
+            out[h] = slurm.parse_probe(probe["stdout"])
+    for r in (others or {}).get("results", []):
+        if "stdout" in r:
+            out[r["item"]] = slurm.parse_probe(r["stdout"])
     return out
 
 
-def slurm_versions(hosts, hostvars):
-    """Inventory names -> installed Slurm version from the role's probe ('' where it is not installed)."""
+def slurm_node_line(name, addr, probe, memory_percent=95):
+    probe = probe or {}
+    return slurm.node_line(name, addr, probe.get("hw", {}), int(probe.get("gpus", 0)), int(memory_percent),
+                           hostname=probe.get("hostname", ""))
+
+
+def slurm_mpi_auto(hosts, probes):
+    return slurm.mpi_default([probes[h] for h in hosts if h in probes] if all(h in probes for h in hosts) else [])
+
+
+def munge_checks(hosts, hostvars, reference):
+    """Per host, the munge_key check: its key's sha256 (the validate role's stat) against the reference host's.
+    A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication credential'."""
+    def digest(h):
+        st = (hostvars[h].get("_validate_munge") or {}).get("stat") or {}
+        return st.get("checksum") if st.get("exists") else None
+    ref = digest(reference)
     out = {}
     for h in hosts:
-        probe = hostvars[h].get("_slurm_probe") or {}
-        text = probe.get("stdout", "") if isinstance(probe, dict) else ""
-        out[h] = next((ln[8:].strip() for ln in text.splitlines() if ln.startswith("version=")), "")
+        mine = digest(h)
+        if (hostvars[h].get("_validate_munge") or {}).get("skipped") or (hostvars[h].get("_validate_munge") is None):
+            continue
+        if ref is None:
+            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail",
+                       "detail": f"no key on the control node {reference}"}]
+        elif mine is None:
+            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail", "detail": "no key on this node"}]
+        elif mine != ref:
+            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail",
+                       "detail": f"differs from the control node's ({reference}); run the scheduler layer to put the cluster key back"}]
+        else:
+            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "pass", "detail": "same key as the control node"}]
     return out
 
 
-def slurm_mpi_types(probe):
-    """The role's probe output (its 'mpi=' line lists the MPI plugins installed) -> ['none', 'pmi2', ...]."""
-    lines = (probe or "").splitlines()
-    types = next((ln[4:] for ln in lines if ln.startswith("mpi=")), "").split()
-    if next((ln[8:] for ln in lines if ln.startswith("pmixlib=")), "0").strip() in ("", "0"):
-        types = [t for t in types if not t.startswith("pmix")]  # plugin without its library cannot load
-    return types
-
-
-def slurm_mpi_auto(hosts, hostvars):
-    """'pmix' where every node that runs or submits jobs has the pmix plugin and its library (Open MPI and mpi4py launch under srun
-    directly), else 'pmi2', which every Slurm build has."""
-    types = [slurm_mpi_types((hostvars[h].get("_slurm_probe") or {}).get("stdout", "")) for h in hosts]
-    return "pmix" if types and all("pmix" in t for t in types) else "pmi2"
+def slurm_drain_reasons(hosts, hostvars, extra=None):
+    """Node (Slurm knows nodes by their inventory names) -> 'check target: detail' of the node's first failed per-node check (hardware, node checks,
+    and the given extra per-host checks); nodes without a failure are left out (and resumed if we drained them)."""
+    extra = extra or {}
+    out = {}
+    for h in hosts:
+        hv = hostvars[h]
+        if "checks" not in (hv.get("_validate_node") or {}):
+            continue  # no result (unreachable): slurmctld marks it down by itself
+        checks = list(hv.get("hardware_check_results") or []) + hv["_validate_node"]["checks"] + extra.get(h, [])
+        bad = next((c for c in checks if c.get("status") == "fail"), None)
+        if bad:
+            out[h] = f"{bad['check']} {bad.get('target', '')}: {bad.get('detail', '')}".strip()
+    return out
 
 
 class FilterModule:
     def filters(self):
-        return {"slurmd_c": slurmd_c, "slurm_node_line": slurm_node_line, "slurm_mpi_types": slurm_mpi_types, "slurm_mpi_auto": slurm_mpi_auto,
-                "slurm_names": slurm_names, "slurm_versions": slurm_versions}
+        return {"slurm_probes": slurm_probes, "slurm_node_line": slurm_node_line, "slurm_mpi_auto": slurm_mpi_auto,
+                "munge_checks": munge_checks, "slurm_drain_reasons": slurm_drain_reasons}

@@ -16,10 +16,11 @@ def parse_slurmd_c(text: str) -> dict:
     return out
 
 
-def node_line(name: str, addr: str, hw: dict, gpus: int = 0, memory_percent: int = 95, features=()) -> str:
+def node_line(name: str, addr: str, hw: dict, gpus: int = 0, memory_percent: int = 95, features=(), hostname: str = "") -> str:
     """One NodeName line. The layout comes from slurmd -C (what slurmd itself reports, so the node never
-    drains for 'Low socket*core*thread count'); memory keeps memory_percent of it for the scheduler."""
-    parts = [f"NodeName={name}", f"NodeAddr={addr}"]
+    drains for 'Low socket*core*thread count'); memory keeps memory_percent of it for the scheduler. Slurm knows the
+    node by its inventory name; NodeHostname is the machine's own name where that differs (slurmd finds its line by it)."""
+    parts = [f"NodeName={name}"] + ([f"NodeHostname={hostname}"] if hostname and hostname != name else []) + [f"NodeAddr={addr}"]
     for key in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore"):
         if key in hw:
             parts.append(f"{key}={hw[key]}")
@@ -52,13 +53,18 @@ def usable(entry: dict) -> bool:
     return entry["state"] in USABLE_STATES and "*" not in entry["flags"]
 
 
-def parse_srun_mpi_list(text: str) -> list[str]:
-    """`srun --mpi=list` -> ['none', 'pmi2', 'pmix', ...] (22.05 prints 'MPI plugin types are...' then one per line;
-    23.x adds 'specific pmix plugin versions available: pmix_v4')."""
-    types = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.endswith(":") or line.lower().startswith(("mpi plugin", "specific")):
-            continue
-        types.extend(t.strip() for t in line.split(",") if re.fullmatch(r"[a-z0-9_]+", t.strip()))
-    return types
+def parse_probe(text: str) -> dict:
+    """The slurm role's probe (key=value lines, then `slurmd -C`) -> {'version', 'mpi', 'nvml', 'gpus', 'hostname', 'hw'}.
+    'mpi' lists the MPI plugins this node can load: pmix only where its library (libpmix.so) is there too."""
+    kv = dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln and not ln.startswith("NodeName="))
+    mpi = kv.get("mpi", "").split()
+    if kv.get("pmixlib", "0").strip() in ("", "0"):
+        mpi = [t for t in mpi if not t.startswith("pmix")]
+    gpus = kv.get("gpus", "0").strip()
+    return {"version": kv.get("version", "").strip(), "mpi": mpi, "nvml": bool(kv.get("nvml", "").strip()),
+            "gpus": int(gpus) if gpus.isdigit() else 0, "hostname": kv.get("hostname", "").strip(), "hw": parse_slurmd_c(text)}
+
+
+def mpi_default(probes: list[dict]) -> str:
+    """pmix where every node has it (Open MPI and mpi4py launch under srun directly), else pmi2 (in every Slurm)."""
+    return "pmix" if probes and all("pmix" in p["mpi"] for p in probes) else "pmi2"

@@ -30,7 +30,26 @@ def test_sinfo_states_flags_and_reasons():
     assert len(nodes) == 4
 
 
-def test_mpi_list_22_and_23():
-    assert slurm.parse_srun_mpi_list("MPI plugin types are...\n\tnone\n\tcray_shasta\n\tpmi2\n") == ["none", "cray_shasta", "pmi2"]
-    out = slurm.parse_srun_mpi_list("MPI plugin types are...\n\tpmix\n\tnone\n\tpmi2\nspecific pmix plugin versions available: pmix_v4\n")
-    assert "pmix" in out and "pmi2" in out
+PROBE = """version=22.05.8-4+deb12u1
+hostname=spark-02
+gpus=1
+mpi=cray_shasta none pmi2 pmix pmix_v4
+pmixlib=1
+nvml=/usr/lib/aarch64-linux-gnu/slurm-wlm/gpu_nvml.so
+""" + SLURMD_C
+
+
+def test_probe_parsed_and_mpi_default():
+    p = slurm.parse_probe(PROBE)
+    assert p["version"] == "22.05.8-4+deb12u1" and p["gpus"] == 1 and p["nvml"] and p["hw"]["CPUs"] == 20
+    assert "pmix" in p["mpi"] and slurm.mpi_default([p, p]) == "pmix"
+    # The plugin without libpmix.so cannot load (Debian ships the unversioned library in -dev only): pmi2.
+    q = slurm.parse_probe(PROBE.replace("pmixlib=1", "pmixlib=0").replace("gpus=1", "gpus="))
+    assert "pmix" not in q["mpi"] and q["gpus"] == 0 and slurm.mpi_default([p, q]) == "pmi2"
+    assert slurm.mpi_default([]) == "pmi2" and slurm.parse_probe("")["hw"] == {}
+
+
+def test_node_hostname_when_the_machine_calls_itself_otherwise():
+    line = slurm.node_line("gpu-a", "10.0.0.5", {"CPUs": 4}, hostname="dgx-0042")
+    assert line.startswith("NodeName=gpu-a NodeHostname=dgx-0042 NodeAddr=10.0.0.5 CPUs=4")
+    assert "NodeHostname" not in slurm.node_line("n1", "10.0.0.1", {}, hostname="n1")

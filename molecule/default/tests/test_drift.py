@@ -153,6 +153,7 @@ SERVICES = {
     "sparkfleet-firewall": "Firewall unit enabled and active",
     "docker": "Docker enabled and running",
     "chrony": "Chrony enabled and running",
+    "slurmctld": "Slurm daemons enabled and running",
 }
 
 

@@ -55,7 +55,8 @@ def test_validation_fails_naming_host_and_check():
     finally:
         ssh(mtu_victim, "ip link set dev enp1s0f0np0 mtu 9000")
         ssh(victim, "systemctl start sparkfleet-firewall")
-    assert playbook("playbooks/validate.yml").returncode == 0
+    res = playbook("playbooks/validate.yml")
+    assert res.returncode == 0, res.stdout[-3000:]
 
 
 def test_conflicting_hosts_lines_are_disabled_not_deleted():

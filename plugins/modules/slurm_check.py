@@ -1,0 +1,212 @@
+#!/usr/bin/python
+# Slurm's part of validation, run on the slurmctld node: node states, a job on every node, an MPI job across
+# them, and draining/resuming nodes on the result of the per-node checks. Parsers: module_utils/slurm.py.
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: slurm_check
+short_description: Check that Slurm runs jobs on every node, and drain the nodes that fail validation
+description:
+  - Reads C(sinfo) for the expected nodes (a node that is down, drained or not responding fails, with Slurm's reason),
+    runs C(hostname) on every usable node in one job and an MPI all-reduce (mpi4py) across them, as I(user).
+  - Drains each node named in I(drain) with the reason prefixed by I(reason_prefix); resumes nodes that this module
+    drained earlier (their reason starts with I(reason_prefix)) and that are not in I(drain) any more. Drains set by
+    people (any other reason) are never touched.
+  - Jobs are bounded (C(--immediate) and a time limit); busy nodes make the job checks C(not_checked), never a pass.
+  - In check mode nothing is drained or resumed (the jobs still run: they change nothing).
+version_added: "0.2.0"
+author: sparkfleet developers
+options:
+  nodes:
+    description: Slurm names of the nodes that must be in the cluster and take jobs.
+    type: list
+    elements: str
+    required: true
+  user:
+    description: User the test jobs run as (the cluster user).
+    type: str
+    required: true
+  timeout:
+    description: Seconds each Slurm command may take.
+    type: int
+    default: 60
+  mpi:
+    description: Run the MPI all-reduce job (needs python3-mpi4py on the nodes).
+    type: bool
+    default: true
+  drain:
+    description: Nodes to drain, each with the reason (the first failed check of that node).
+    type: dict
+    default: {}
+  reason_prefix:
+    description: Marks the drains this module owns.
+    type: str
+    default: "sparkfleet validate:"
+"""
+
+EXAMPLES = r"""
+- name: Slurm checks
+  sparkfleet.cluster.slurm_check:
+    nodes: [spark-02, spark-03]
+    user: spark
+    drain: {spark-03: "munge_key: differs from the control node's"}
+"""
+
+RETURN = r"""
+checks:
+  description: Cluster-wide checks (C(slurm_srun), C(slurm_mpi)), each C({check, target, status, detail}).
+  type: list
+  returned: always
+  elements: dict
+node_checks:
+  description: Per node, its C(slurm_node) check (state and reason).
+  type: dict
+  returned: always
+drained:
+  description: Nodes drained by this run.
+  type: list
+  returned: always
+  elements: str
+resumed:
+  description: Nodes resumed by this run.
+  type: list
+  returned: always
+  elements: str
+"""
+
+import subprocess
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
+
+MPI_PROGRAM = ("from mpi4py import MPI; c = MPI.COMM_WORLD; "
+               "print('mpi', c.Get_rank(), c.Get_size(), c.allreduce(c.Get_rank() + 1), MPI.Get_processor_name(), flush=True)")
+
+
+def run(argv, timeout):
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return res.returncode, res.stdout, res.stderr
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout}s"
+    except OSError as exc:
+        return 127, "", str(exc)
+
+
+def check(name, target, status, detail):
+    return {"check": name, "target": target, "status": status, "detail": detail}
+
+
+def job(user, nodes, timeout, command):
+    # --immediate: a busy cluster answers "not checked" at once instead of queueing the check for hours.
+    argv = ["runuser", "-u", user, "--", "srun", f"--immediate={max(5, timeout // 2)}", "--time=2",
+            f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}", "--job-name=sparkfleet-validate"]
+    return run(argv + command, timeout)
+
+
+def busy(err):
+    return "Unable to allocate resources" in err or "Requested nodes are busy" in err or "Job allocation" in err and "revoked" in err
+
+
+def job_checks(module, usable):
+    p = module.params
+    out = []
+    target = f"{len(usable)} node(s)"
+    if not usable:
+        return [check("slurm_srun", "cluster", "not_checked", "no node can take jobs"),
+                check("slurm_mpi", "cluster", "not_checked", "no node can take jobs")]
+    rc, so, se = job(p["user"], usable, p["timeout"], ["hostname", "-s"])
+    seen = sorted({ln.strip() for ln in so.splitlines() if ln.strip()})
+    if rc == 0 and len(seen) == len(usable):
+        out.append(check("slurm_srun", target, "pass", f"a job ran as {p['user']} on {', '.join(seen)}"))
+    elif busy(se):
+        out.append(check("slurm_srun", target, "not_checked", "nodes busy: " + se.strip().splitlines()[-1]))
+    else:
+        out.append(check("slurm_srun", target, "fail", f"srun rc {rc}, answered from {seen or 'no node'}: {se.strip()[-300:]}"))
+    if not p["mpi"]:
+        out.append(check("slurm_mpi", target, "not_checked", "MPI check off (mpi: false)"))
+        return out
+    rc, so, se = job(p["user"], usable, p["timeout"], ["python3", "-c", MPI_PROGRAM])
+    rows = [ln.split() for ln in so.splitlines() if ln.startswith("mpi ")]
+    n = len(usable)
+    want = n * (n + 1) // 2
+    if rc == 0 and len(rows) == n and all(r[2] == str(n) and r[3] == str(want) for r in rows):
+        out.append(check("slurm_mpi", target, "pass", f"MPI all-reduce over {n} rank(s) on {', '.join(sorted(r[4] for r in rows))}"))
+    elif busy(se):
+        out.append(check("slurm_mpi", target, "not_checked", "nodes busy: " + se.strip().splitlines()[-1]))
+    elif "No module named 'mpi4py'" in se:
+        out.append(check("slurm_mpi", target, "not_checked", "python3-mpi4py not installed on the nodes"))
+    else:
+        out.append(check("slurm_mpi", target, "fail", f"srun rc {rc}, {len(rows)} of {n} rank(s) answered: {se.strip()[-300:]}"))
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "nodes": {"type": "list", "elements": "str", "required": True},
+            "user": {"type": "str", "required": True},
+            "timeout": {"type": "int", "default": 60},
+            "mpi": {"type": "bool", "default": True},
+            "drain": {"type": "dict", "default": {}},
+            "reason_prefix": {"type": "str", "default": "sparkfleet validate:"},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    prefix = p["reason_prefix"]
+    rc, so, se = run(["sinfo", "-N", "-h", "-o", "%N|%T|%E"], p["timeout"])
+    if rc != 0:
+        detail = f"sinfo rc {rc}: {se.strip()[-300:]}"
+        module.exit_json(changed=False, drained=[], resumed=[],
+                         checks=[check("slurm_srun", "cluster", "fail", detail), check("slurm_mpi", "cluster", "not_checked", detail)],
+                         node_checks={n: [check("slurm_node", n, "fail", detail)] for n in p["nodes"]})
+    states = slurm.parse_sinfo_nodes(so)
+
+    drained, resumed = [], []
+    for name in p["nodes"]:
+        entry = states.get(name)
+        if entry is None:
+            continue
+        ours = entry["reason"].startswith(prefix)
+        argv = None
+        if name in p["drain"] and not (entry["state"] in ("drained", "draining", "drain") and ours):
+            argv = ["scontrol", "update", f"nodename={name}", "state=drain", f"reason={prefix} {p['drain'][name]}"[:250]]
+            drained.append(name)
+        elif name not in p["drain"] and ours:
+            argv = ["scontrol", "update", f"nodename={name}", "state=resume"]
+            resumed.append(name)
+        if argv and not module.check_mode:
+            rc, _, err = run(argv, p["timeout"])
+            if rc != 0:
+                module.fail_json(msg=f"{' '.join(argv[:3])} failed: {err.strip()}")
+    if (drained or resumed) and not module.check_mode:
+        # A resumed node reads "not responding" (idle*) until slurmctld's ping reaches it: wait for that, bounded.
+        deadline = time.monotonic() + p["timeout"]
+        while True:
+            states = slurm.parse_sinfo_nodes(run(["sinfo", "-N", "-h", "-o", "%N|%T|%E"], p["timeout"])[1]) or states
+            waiting = [n for n in resumed if n in states and "*" in states[n]["flags"]]
+            if not waiting or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+
+    node_checks, usable = {}, []
+    for name in p["nodes"]:
+        entry = states.get(name)
+        if entry is None:
+            c = check("slurm_node", name, "fail", "not in sinfo (slurm.conf does not list it)")
+        elif slurm.usable(entry):
+            c = check("slurm_node", name, "pass", entry["state"])
+            usable.append(name)
+        else:
+            why = f" ({entry['reason']})" if entry["reason"] else ""
+            c = check("slurm_node", name, "fail", f"{entry['state']}{entry['flags']}{why}")
+        node_checks[name] = [c]
+    module.exit_json(changed=bool(drained or resumed), checks=job_checks(module, usable), node_checks=node_checks,
+                     drained=drained, resumed=resumed)
+
+
+if __name__ == "__main__":
+    main()
