@@ -74,6 +74,15 @@ def test_a_batch_job_waits_and_writes_its_output():
     assert sorted(out.split()) == COMPUTE, out
 
 
+def test_the_readme_mpi_example_runs_as_shipped():
+    script = (PROJECT / "examples" / "slurm" / "mpi_hello.sbatch").read_text()
+    ssh(CONTROL, f"cat > /tmp/mpi_hello.sbatch <<'EOF'\n{script}EOF\nchmod 644 /tmp/mpi_hello.sbatch")
+    job = as_user("sh -c 'cd /tmp && sbatch --parsable --wait /tmp/mpi_hello.sbatch'", timeout=120).stdout.strip()
+    out = ssh(COMPUTE[0], f"cat /tmp/mpi-hello-{job}.out").stdout
+    rows = sorted(ln.split() for ln in out.splitlines() if " of " in ln)
+    assert [r[4] for r in rows] == COMPUTE and all(r[2] == "2" and r[6] == "3" for r in rows), out
+
+
 def test_mpi_all_reduce_across_nodes():
     n = len(COMPUTE)
     out = as_user(f"srun -N{n} --ntasks-per-node=1 python3 -c \"{MPI}\"").stdout
