@@ -165,3 +165,53 @@ def test_ansible_doc_shows_every_module():
     for m in ("ibstat_check", "nvlink_check", "gpu_facts", "rdma_facts", "nft_ruleset"):
         res = subprocess.run([str(doc), f"sparkfleet.cluster.{m}"], cwd=ROOT, env=env, text=True, capture_output=True)
         assert res.returncode == 0 and "OPTIONS" in res.stdout and "RETURN VALUES" in res.stdout, (m, res.stderr)
+
+
+def slurm_tools(bindir: Path, sinfo: str, srun: str):
+    """sinfo answers from a state file that scontrol updates (so a drain shows on the next read); srun runs the
+    given shell body; runuser drops to the command after '--'; every scontrol call is logged."""
+    bindir.mkdir(exist_ok=True)
+    (bindir / "state").write_text(sinfo)
+    scripts = {
+        "sinfo": f'cat "{bindir}/state"',
+        "scontrol": f'echo "$*" >> "{bindir}/scontrol.log"\n'
+                    'node=$(echo "$2" | cut -d= -f2); st=$(echo "$3" | cut -d= -f2)\n'
+                    f'if [ "$st" = resume ]; then sed -i "s#^$node|[^|]*|.*#$node|idle|none#" "{bindir}/state";\n'
+                    f'else sed -i "s#^$node|[^|]*|.*#$node|drained|$(echo "$4" | cut -d= -f2-)#" "{bindir}/state"; fi',
+        "runuser": 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"',
+        "srun": srun,
+    }
+    for name, body in scripts.items():
+        (bindir / name).write_text("#!/bin/sh\n" + body + "\n")
+        (bindir / name).chmod(0o755)
+
+
+def test_slurm_check_drains_resumes_and_leaves_peoples_drains(tmp_path):
+    sinfo = ("n1|idle|none\nn2|idle|none\nn3|drained|sparkfleet validate: service docker: inactive\n"
+             "n4|drained|disk swap\n")
+    srun = ('case "$*" in *hostname*) echo n1;; *mpi4py*) echo "mpi 0 1 1 n1";; esac')
+    slurm_tools(tmp_path, sinfo, srun)
+    ok, r = run_module("slurm_check", {"nodes": ["n1", "n2", "n3", "n4"], "user": "spark", "timeout": 10,
+                                       "drain": {"n2": "munge_key /etc/munge/munge.key: differs"}}, tmp_path)
+    assert not r.get("failed") and r["changed"] and r["drained"] == ["n2"] and r["resumed"] == ["n3"], r
+    log = (tmp_path / "scontrol.log").read_text()
+    assert "nodename=n2 state=drain reason=sparkfleet validate: munge_key /etc/munge/munge.key: differs" in log
+    assert "n4" not in log  # somebody's drain: theirs
+    nodes = {k: v[0] for k, v in r["node_checks"].items()}
+    assert nodes["n1"]["status"] == "pass" and nodes["n3"]["status"] == "pass"
+    assert nodes["n2"]["status"] == "fail" and "sparkfleet validate: munge_key" in nodes["n2"]["detail"]
+    assert nodes["n4"]["detail"] == "drained (disk swap)"
+    # The jobs ran on the usable nodes (n1, n3); srun answered from n1 only: a failure, never a pass.
+    jobs = {c["check"]: c for c in r["checks"]}
+    assert jobs["slurm_srun"]["status"] == "fail" and "['n1']" in jobs["slurm_srun"]["detail"]
+    assert jobs["slurm_mpi"]["status"] == "fail"
+
+
+def test_slurm_check_busy_cluster_is_not_checked_and_missing_node_fails(tmp_path):
+    srun = 'echo "srun: error: Unable to allocate resources: Requested nodes are busy" >&2; exit 1'
+    slurm_tools(tmp_path, "n1|allocated|none\nn2|idle*|none\n", srun)
+    ok, r = run_module("slurm_check", {"nodes": ["n1", "n2", "n9"], "user": "spark", "timeout": 10}, tmp_path)
+    assert ok and not r["changed"]
+    assert r["node_checks"]["n2"][0] == {"check": "slurm_node", "target": "n2", "status": "fail", "detail": "idle*"}
+    assert r["node_checks"]["n9"][0]["status"] == "fail" and "not in sinfo" in r["node_checks"]["n9"][0]["detail"]
+    assert all(c["status"] == "not_checked" and "busy" in c["detail"] for c in r["checks"]), r["checks"]
