@@ -69,7 +69,12 @@ def slurm_drain_reasons(hosts, hostvars, extra=None):
     return out
 
 
+def min_gpus(hosts, hostvars):
+    """The fewest GPUs any of the hosts has, from gpu_facts (0 where it found none or did not run, or no hosts)."""
+    return min((len(((hostvars[h].get("ansible_facts") or {}).get("nvidia") or {}).get("gpus") or []) for h in hosts), default=0)
+
+
 class FilterModule:
     def filters(self):
         return {"slurm_probes": slurm_probes, "slurm_node_line": slurm_node_line, "slurm_mpi_auto": slurm_mpi_auto,
-                "munge_checks": munge_checks, "slurm_drain_reasons": slurm_drain_reasons}
+                "munge_checks": munge_checks, "min_gpus": min_gpus, "slurm_drain_reasons": slurm_drain_reasons}

@@ -68,3 +68,38 @@ def parse_probe(text: str) -> dict:
 def mpi_default(probes: list[dict]) -> str:
     """pmix where every node has it (Open MPI and mpi4py launch under srun directly), else pmi2 (in every Slurm)."""
     return "pmix" if probes and all("pmix" in p["mpi"] for p in probes) else "pmi2"
+
+
+_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output prefix
+
+
+def parse_nccl_tests(text: str) -> dict:
+    """nccl-tests output (all_reduce_perf and friends) -> {'ranks': n, 'hosts': [...], 'rows': [{size, busbw, wrong}],
+    'peak_busbw': GB/s of the best out-of-place row, 'avg_busbw': the tool's own average, 'wrong': total #wrong}.
+    Rows are read from the right (time algbw busbw #wrong [time algbw busbw #wrong]), which holds across versions
+    with and without the root column and without the in-place half."""
+    ranks, hosts, rows, avg = 0, [], [], None
+    for raw in text.splitlines():
+        line = _TAG.sub("", raw).rstrip()
+        m = re.match(r"#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)", line)
+        if m:
+            ranks += 1
+            if m.group(2) not in hosts:
+                hosts.append(m.group(2))
+            continue
+        m = re.match(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)", line)
+        if m:
+            avg = float(m.group(1))
+            continue
+        cols = line.split()
+        if not cols or not cols[0].isdigit() or len(cols) < 8:
+            continue
+        try:
+            halves = [cols[-8:-4], cols[-4:]] if len(cols) >= 12 else [cols[-4:]]
+            busbw = [float(h[2]) for h in halves]
+            wrong = sum(int(float(h[3])) if h[3] not in ("N/A",) else 0 for h in halves)
+        except ValueError:
+            continue
+        rows.append({"size": int(cols[0]), "busbw": busbw[0], "wrong": wrong})
+    return {"ranks": ranks, "hosts": hosts, "rows": rows, "avg_busbw": avg,
+            "peak_busbw": max((r["busbw"] for r in rows), default=None), "wrong": sum(r["wrong"] for r in rows)}

@@ -42,6 +42,23 @@ options:
     description: Marks the drains this module owns.
     type: str
     default: "sparkfleet validate:"
+  nccl_all_reduce:
+    description: Path of nccl-tests' C(all_reduce_perf) (built with MPI=1) on the nodes; empty to skip. Runs through
+      Slurm on every usable node with I(nccl_gpus_per_node) ranks each, one GPU per rank.
+    type: str
+    default: ""
+  nccl_gpus_per_node:
+    description: GPUs per node for the NCCL test (0 skips it).
+    type: int
+    default: 0
+  nccl_min_busbw_gbps:
+    description: Pass threshold for the best out-of-place bus bandwidth (GB/s); 0 reports only.
+    type: float
+    default: 0.0
+  nccl_target:
+    description: Name of the threshold's platform, used as the check's target.
+    type: str
+    default: nccl
 """
 
 EXAMPLES = r"""
@@ -54,7 +71,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checks:
-  description: Cluster-wide checks (C(slurm_srun), C(slurm_mpi)), each C({check, target, status, detail}).
+  description: Cluster-wide checks (C(slurm_srun), C(slurm_mpi), and C(nccl_all_reduce) where it ran), each C({check, target, status, detail}).
   type: list
   returned: always
   elements: dict
@@ -99,11 +116,39 @@ def check(name, target, status, detail):
     return {"check": name, "target": target, "status": status, "detail": detail}
 
 
-def job(user, nodes, timeout, command):
+def job(user, nodes, timeout, command, per_node=1, extra=(), minutes=2):
     # --immediate: a busy cluster answers "not checked" at once instead of queueing the check for hours.
-    argv = ["runuser", "-u", user, "--", "srun", f"--immediate={max(5, timeout // 2)}", "--time=2",
-            f"--nodes={len(nodes)}", "--ntasks-per-node=1", f"--nodelist={','.join(nodes)}", "--job-name=sparkfleet-validate"]
+    argv = ["runuser", "-u", user, "--", "srun", f"--immediate={max(5, timeout // 2)}", f"--time={minutes}",
+            f"--nodes={len(nodes)}", f"--ntasks-per-node={per_node}", f"--nodelist={','.join(nodes)}",
+            "--job-name=sparkfleet-validate", *extra]
     return run(argv + command, timeout)
+
+
+def nccl_check(module, usable):
+    """nccl-tests all-reduce through Slurm: every rank must join one communicator (ranks == nodes x GPUs), no wrong
+    values, and the best bus bandwidth at least the platform's threshold."""
+    p = module.params
+    gpus, target = p["nccl_gpus_per_node"], p["nccl_target"]
+    want = len(usable) * gpus
+    rc, so, se = job(p["user"], usable, p["timeout"] * 5, [p["nccl_all_reduce"], "-b", "8", "-e", "1G", "-f", "2", "-g", "1"],
+                     per_node=gpus, extra=[f"--gres=gpu:{gpus}"], minutes=10)
+    r = slurm.parse_nccl_tests(so)
+    if busy(se):
+        return check("nccl_all_reduce", target, "not_checked", "nodes busy: " + se.strip().splitlines()[-1])
+    if not r["rows"] and ("No such file" in se or "execve" in se or rc == 127):
+        return check("nccl_all_reduce", target, "not_checked", f"nccl-tests not installed on the nodes ({p['nccl_all_reduce']})")
+    if rc != 0 or not r["rows"]:
+        return check("nccl_all_reduce", target, "fail", f"srun rc {rc}: {(se or so).strip()[-300:]}")
+    if r["ranks"] != want:
+        return check("nccl_all_reduce", target, "fail",
+                     f"{r['ranks']} rank(s) in one communicator, expected {want}: built without MPI=1, or ranks did not join")
+    if r["wrong"]:
+        return check("nccl_all_reduce", target, "fail", f"{r['wrong']} wrong value(s) in the results")
+    detail = f"peak busbw {r['peak_busbw']:.2f} GB/s over {want} rank(s) on {', '.join(usable)}"
+    floor = p["nccl_min_busbw_gbps"]
+    if floor and r["peak_busbw"] < floor:
+        return check("nccl_all_reduce", target, "fail", f"{detail}, below {floor} GB/s (MTU 1500 or TCP fallback measures ~3 GB/s)")
+    return check("nccl_all_reduce", target, "pass", detail + (f" (threshold {floor} GB/s)" if floor else ""))
 
 
 def busy(err):
@@ -125,6 +170,8 @@ def job_checks(module, usable):
         out.append(check("slurm_srun", target, "not_checked", "nodes busy: " + se.strip().splitlines()[-1]))
     else:
         out.append(check("slurm_srun", target, "fail", f"srun rc {rc}, answered from {seen or 'no node'}: {se.strip()[-300:]}"))
+    if p["nccl_all_reduce"] and p["nccl_gpus_per_node"] > 0:
+        out.append(nccl_check(module, usable))
     if not p["mpi"]:
         out.append(check("slurm_mpi", target, "not_checked", "MPI check off (mpi: false)"))
         return out
@@ -152,6 +199,10 @@ def main():
             "mpi": {"type": "bool", "default": True},
             "drain": {"type": "dict", "default": {}},
             "reason_prefix": {"type": "str", "default": "sparkfleet validate:"},
+            "nccl_all_reduce": {"type": "str", "default": ""},
+            "nccl_gpus_per_node": {"type": "int", "default": 0},
+            "nccl_min_busbw_gbps": {"type": "float", "default": 0.0},
+            "nccl_target": {"type": "str", "default": "nccl"},
         },
         supports_check_mode=True,
     )

@@ -215,3 +215,23 @@ def test_slurm_check_busy_cluster_is_not_checked_and_missing_node_fails(tmp_path
     assert r["node_checks"]["n2"][0] == {"check": "slurm_node", "target": "n2", "status": "fail", "detail": "idle*"}
     assert r["node_checks"]["n9"][0]["status"] == "fail" and "not in sinfo" in r["node_checks"]["n9"][0]["detail"]
     assert all(c["status"] == "not_checked" and "busy" in c["detail"] for c in r["checks"]), r["checks"]
+
+
+@pytest.mark.parametrize("gpus,floor,status,words", [
+    (1, 2.0, "pass", "peak busbw 2.30 GB/s over 2 rank(s)"),
+    (1, 21.875, "fail", "below 21.875 GB/s"),
+    (2, 0.0, "fail", "2 rank(s) in one communicator, expected 4"),
+])
+def test_slurm_check_nccl_all_reduce_through_slurm(tmp_path, gpus, floor, status, words):
+    out = tmp_path / "nccl.out"
+    out.write_text(fixture("nccl-tests/all_reduce_perf_mpi_2ranks_tagged.txt"))
+    srun = (f'case "$*" in *all_reduce_perf*) cat "{out}";; *hostname*) echo n1; echo n2;; '
+            '*mpi4py*) echo "mpi 0 2 3 n1"; echo "mpi 1 2 3 n2";; esac')
+    slurm_tools(tmp_path, "n1|idle|none\nn2|idle|none\n", srun)
+    ok, r = run_module("slurm_check", {"nodes": ["n1", "n2"], "user": "spark", "timeout": 10, "nccl_target": "gb10_switch",
+                                       "nccl_all_reduce": "/usr/local/bin/all_reduce_perf", "nccl_gpus_per_node": gpus,
+                                       "nccl_min_busbw_gbps": floor}, tmp_path)
+    checks = {c["check"]: c for c in r["checks"]}
+    assert checks["slurm_srun"]["status"] == "pass" and checks["slurm_mpi"]["status"] == "pass", r
+    assert checks["nccl_all_reduce"]["status"] == status and words in checks["nccl_all_reduce"]["detail"], checks
+    assert checks["nccl_all_reduce"]["target"] == "gb10_switch"

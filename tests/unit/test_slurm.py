@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from conftest import fixture_path, read_fixture
+
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
 
 SLURMD_C = """NodeName=spark-02 CPUs=20 Boards=1 SocketsPerBoard=1 CoresPerSocket=20 ThreadsPerCore=1 RealMemory=122505
@@ -53,3 +55,19 @@ def test_node_hostname_when_the_machine_calls_itself_otherwise():
     line = slurm.node_line("gpu-a", "10.0.0.5", {"CPUs": 4}, hostname="dgx-0042")
     assert line.startswith("NodeName=gpu-a NodeHostname=dgx-0042 NodeAddr=10.0.0.5 CPUs=4")
     assert "NodeHostname" not in slurm.node_line("n1", "10.0.0.1", {}, hostname="n1")
+
+
+def test_nccl_tests_tagged_mpi_output():
+    r = slurm.parse_nccl_tests(read_fixture(fixture_path("nccl-tests/all_reduce_perf_mpi_2ranks_tagged.txt")))
+    assert r["ranks"] == 2 and r["hosts"] == ["lab"] and len(r["rows"]) == 8
+    assert r["peak_busbw"] == 2.30 and r["avg_busbw"] == 1.57614 and r["wrong"] == 0
+    assert r["rows"][0] == {"size": 1048576, "busbw": 0.24, "wrong": 0}
+
+
+def test_nccl_tests_one_half_and_wrong_values():
+    text = read_fixture(fixture_path("nccl-tests/all_reduce_perf_8gpu_single_column.txt"))
+    r = slurm.parse_nccl_tests(text)
+    assert r["ranks"] == 8 and r["peak_busbw"] == 68.66 and r["avg_busbw"] == 68.6248
+    bad = slurm.parse_nccl_tests(text.replace("68.66       0", "68.66       3"))
+    assert bad["wrong"] == 3
+    assert slurm.parse_nccl_tests("srun: error: execve(): all_reduce_perf: No such file or directory")["rows"] == []
