@@ -7,6 +7,8 @@ import re
 import secrets
 import subprocess
 
+from test_drift import drift, drifted
+
 from labtools import INV, NODES, PROJECT, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
@@ -96,6 +98,27 @@ def test_scheduler_layer_is_idempotent_and_check_clean():
     assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
     res = playbook("playbooks/scheduler.yml", "--check", "--diff")
     assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
+
+
+def test_drift_names_a_changed_slurm_conf_a_stopped_slurmd_and_another_munge_key(tmp_path):
+    a, b = COMPUTE[0], COMPUTE[-1]
+    secret = secrets.token_hex(32)
+    ssh(a, "sed -i 's/^SlurmdTimeout=300$/SlurmdTimeout=301/' /etc/slurm/slurm.conf && grep -q SlurmdTimeout=301 /etc/slurm/slurm.conf")
+    ssh(b, f"systemctl stop slurmd && cp -p /etc/munge/munge.key /root/munge.key.bak && printf %s {secret} > /etc/munge/munge.key")
+    try:
+        res, report = drift(tmp_path)
+    finally:
+        ssh(a, "sed -i 's/^SlurmdTimeout=301$/SlurmdTimeout=300/' /etc/slurm/slurm.conf")
+        ssh(b, "mv /root/munge.key.bak /etc/munge/munge.key && systemctl start slurmd")
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr
+    tasks = drifted(report)
+    assert set(tasks) == {a, b}, tasks
+    assert "Slurm configuration" in tasks[a], tasks
+    assert {"Slurm daemons enabled and running", "The cluster's munge key (identical on every node; never logged)"} <= set(tasks[b])
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            assert secret not in f.read_text(), f
+    assert secret not in res.stdout + res.stderr
 
 
 def test_wrong_munge_key_is_named_drained_and_converged_back():
