@@ -46,3 +46,43 @@ def test_cuda_repository_and_pin(tmp_path, ver, arch, folder):
     v = json.loads((tmp_path / "vars.json").read_text())
     assert v["packages"] == ["nvidia-open", "cuda-toolkit-13-0"] and v["supported"] is True
     assert v["keyring"].endswith(f"{folder}/cuda-keyring_1.1-1_all.deb")
+
+
+SLURM_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_vars: {file: "%(role)s/defaults/main.yml"}
+    - ansible.builtin.template: {src: "%(role)s/templates/gres.conf.j2", dest: "%(out)s/gres.conf", mode: "0644"}
+    - ansible.builtin.template: {src: "%(role)s/templates/nodes.conf.j2", dest: "%(out)s/nodes.conf", mode: "0644"}
+"""
+
+GB10_SLURMD_C = "NodeName=spark-7a1f CPUs=20 Boards=1 SocketsPerBoard=1 CoresPerSocket=20 ThreadsPerCore=1 RealMemory=122505"
+HGX_SLURMD_C = "NodeName=hgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063000"
+
+
+@pytest.mark.parametrize("name,slurmd_c,gpus,nvml,gres", [
+    # DGX Spark: one GB10; Debian/Ubuntu Slurm has no NVML plugin, so the device file is listed.
+    ("localhost", GB10_SLURMD_C, 1, False, "Name=gpu File=/dev/nvidia0"),
+    # HGX with 8 GPUs and a Slurm built with NVML.
+    ("localhost", HGX_SLURMD_C, 8, True, "AutoDetect=nvml"),
+])
+def test_slurm_gpu_node_files(tmp_path, name, slurmd_c, gpus, nvml, gres):
+    from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
+    probe = slurm.parse_probe(f"hostname={slurmd_c.split()[0][9:]}\ngpus={gpus}\nnvml={'x.so' if nvml else ''}\n{slurmd_c}\n")
+    pb = tmp_path / "render.yml"
+    pb.write_text(SLURM_PLAYBOOK % {"role": ROOT / "roles" / "slurm", "out": tmp_path})
+    extra = {"_slurm_probes": {name: probe}, "_slurm_slurmd_hosts": [name],
+             "_slurm_nodes": [{"name": name, "mgmt_ip": "10.0.0.12"}], "sparkfleet_slurm_partitions": []}
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    res = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", "localhost,", str(pb), "-c", "local",
+                          "-e", f"ansible_python_interpreter={sys.executable}", "-e", json.dumps(extra)],
+                         cwd=ROOT, env=env, text=True, capture_output=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert gres in (tmp_path / "gres.conf").read_text()
+    nodes = (tmp_path / "nodes.conf").read_text()
+    mem = int(slurmd_c.rsplit("=", 1)[1]) * 95 // 100
+    line = next(ln for ln in nodes.splitlines() if ln.startswith("NodeName="))
+    assert f"NodeHostname={probe['hostname']}" in line and f"RealMemory={mem}" in line and f"Gres=gpu:{gpus}" in line, line
+    assert f"CPUs={probe['hw']['CPUs']}" in line
+    assert f"PartitionName=batch Nodes={name} Default=YES State=UP" in nodes, nodes
