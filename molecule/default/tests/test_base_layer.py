@@ -101,8 +101,10 @@ def probe(t):
     try:
         if proto == 'tcp':
             socket.create_connection((ip, port), timeout=2).close(); return True
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b'x', (ip, port))
-        return s.recvfrom(10)[0] == b'x'
+        # NTP gets a real client request (chrony answers it; the echo listener echoes it), other ports a byte.
+        data = b'\x1b' + bytes(47) if port == 123 else b'x'
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(data, (ip, port))
+        return len(s.recvfrom(100)[0]) > 0
     except OSError:
         return False
 with cf.ThreadPoolExecutor(32) as ex:
