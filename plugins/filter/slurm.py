@@ -25,37 +25,40 @@ def slurm_node_line(name, addr, probe, memory_percent=95):
 
 
 def slurm_mpi_auto(hosts, probes):
-    return slurm.mpi_default([probes[h] for h in hosts if h in probes] if all(h in probes for h in hosts) else [])
+    """pmix only when every host was probed and can load it."""
+    return slurm.mpi_default([probes[h] for h in hosts] if all(h in probes for h in hosts) else [])
 
 
 def munge_checks(hosts, hostvars, reference):
     """Per host, the munge_key check: its key's sha256 (the validate role's stat) against the reference host's.
-    A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication credential'."""
+    A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication credential'.
+    Hosts where the stat did not run (not Slurm, not reached) get no check."""
     def digest(h):
         st = (hostvars[h].get("_validate_munge") or {}).get("stat") or {}
         return st.get("checksum") if st.get("exists") else None
     ref = digest(reference)
     out = {}
     for h in hosts:
-        mine = digest(h)
-        if (hostvars[h].get("_validate_munge") or {}).get("skipped") or (hostvars[h].get("_validate_munge") is None):
+        stat = hostvars[h].get("_validate_munge")
+        if stat is None or stat.get("skipped"):
             continue
+        mine = digest(h)
         if ref is None:
-            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail",
-                       "detail": f"no key on the control node {reference}"}]
+            status, detail = "fail", f"no key on the control node {reference}"
         elif mine is None:
-            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail", "detail": "no key on this node"}]
+            status, detail = "fail", "no key on this node"
         elif mine != ref:
-            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "fail",
-                       "detail": f"differs from the control node's ({reference}); run the scheduler layer to put the cluster key back"}]
+            status, detail = "fail", f"differs from the control node's ({reference}); run the scheduler layer to put the cluster key back"
         else:
-            out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": "pass", "detail": "same key as the control node"}]
+            status, detail = "pass", "same key as the control node"
+        out[h] = [{"check": "munge_key", "target": "/etc/munge/munge.key", "status": status, "detail": detail}]
     return out
 
 
 def slurm_drain_reasons(hosts, hostvars, extra=None):
-    """Node (Slurm knows nodes by their inventory names) -> 'check target: detail' of the node's first failed per-node check (hardware, node checks,
-    and the given extra per-host checks); nodes without a failure are left out (and resumed if we drained them)."""
+    """Node (Slurm knows nodes by their inventory names) -> 'check target: detail' of its first failed per-node check
+    (hardware, node checks, the given extra per-host checks); nodes without a failure are left out (and resumed if
+    we drained them)."""
     extra = extra or {}
     out = {}
     for h in hosts:

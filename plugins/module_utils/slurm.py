@@ -16,7 +16,7 @@ def parse_slurmd_c(text: str) -> dict:
     return out
 
 
-def node_line(name: str, addr: str, hw: dict, gpus: int = 0, memory_percent: int = 95, features=(), hostname: str = "") -> str:
+def node_line(name: str, addr: str, hw: dict, gpus: int = 0, memory_percent: int = 95, hostname: str = "") -> str:
     """One NodeName line. The layout comes from slurmd -C (what slurmd itself reports, so the node never
     drains for 'Low socket*core*thread count'); memory keeps memory_percent of it for the scheduler. Slurm knows the
     node by its inventory name; NodeHostname is the machine's own name where that differs (slurmd finds its line by it)."""
@@ -28,8 +28,6 @@ def node_line(name: str, addr: str, hw: dict, gpus: int = 0, memory_percent: int
         parts.append(f"RealMemory={max(1, int(hw['RealMemory']) * memory_percent // 100)}")
     if gpus:
         parts.append(f"Gres=gpu:{gpus}")
-    if features:
-        parts.append("Features=" + ",".join(features))
     parts.append("State=UNKNOWN")
     return " ".join(parts)
 

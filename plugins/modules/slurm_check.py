@@ -152,7 +152,7 @@ def nccl_check(module, usable):
 
 
 def busy(err):
-    return "Unable to allocate resources" in err or "Requested nodes are busy" in err or "Job allocation" in err and "revoked" in err
+    return "Unable to allocate resources" in err or "Requested nodes are busy" in err or ("Job allocation" in err and "revoked" in err)
 
 
 def job_checks(module, usable):
