@@ -18,6 +18,13 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# Headless Chromium renders the HTML report in the tests (no recommends: fonts and a DOM are all it needs).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "bootstrap: installing chromium (headless, for the report test)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
+fi
 
 # The venv is rebuilt when requirements.txt changes.
 stamp=.venv/.requirements.sha256
@@ -27,6 +34,16 @@ if [ ! -x .venv/bin/ansible-playbook ] || [ "$(cat "$stamp" 2>/dev/null)" != "$w
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$stamp"
+fi
+
+# promtool (rule tests, config and PromQL checks) from the distribution's prometheus package, unpacked
+# here only: installing the package would start a Prometheus server on this machine.
+if [ ! -x .cache/tools/promtool ]; then
+  echo "bootstrap: unpacking promtool from the distribution's prometheus package" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download -qq prometheus >/dev/null 2>&1 || { apt-get update -qq && apt-get download -qq prometheus >/dev/null; }; } \
+     && dpkg-deb -x prometheus_*.deb x)
+  mkdir -p .cache/tools && cp "$tmp/x/usr/bin/promtool" .cache/tools/promtool && rm -rf "$tmp"
 fi
 
 # Pinned binaries the roles install (SeaweedFS for the lab's object store), checksummed.

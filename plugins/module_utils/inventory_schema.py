@@ -211,6 +211,8 @@ SCHEMA = {
     "sparkfleet_lab": _e("bool", doc="set by lab/lab.py on lab inventories", example="false"),
     "sparkfleet_scheduler": _e("str", _match(re.compile(r"^(slurm|kubernetes|none)$"), "one of slurm, kubernetes, none"),
                                doc="the scheduler layer users submit work to", example="slurm"),
+    "sparkfleet_monitoring": _e("bool", doc="Prometheus, Alertmanager, Grafana and the exporters (playbooks/monitoring.yml)",
+                                example="true"),
     "sparkfleet_slurm_partitions": _e("list", elements="dict", elem_check=_partition,
                                       doc="Slurm partitions: [{name, nodes (inventory groups or 'ALL'), default, options}]",
                                       example="[{name: gpu, nodes: ALL, default: true}]"),

@@ -1,0 +1,171 @@
+"""Monitoring on the converged lab: Prometheus scrapes every node, rules are loaded, a stopped node_exporter and planted
+drift raise alerts naming the node, drift names a changed scrape config, the validation page renders in Chromium."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+
+from labtools import INV, NODES, PROJECT, addr, playbook, ssh
+
+CONTROL = next(h for h, v in INV["hosts"].items() if v["group"] == "control")
+PROM = f"http://{addr(CONTROL)}:9090"
+sys.path.insert(0, str(PROJECT / "plugins" / "module_utils"))
+import promql  # noqa: E402
+
+
+def api(path: str, **params) -> dict:
+    url = f"{PROM}/api/v1/{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
+    with urllib.request.urlopen(url, timeout=10) as r:  # the lab's own control node only
+        return json.loads(r.read())["data"]
+
+
+def wait(what: str, check, timeout: float = 150, every: float = 5):
+    """Poll check() until it returns something truthy (bounded)."""
+    deadline, last = time.time() + timeout, None
+    while time.time() < deadline:
+        try:
+            last = check()
+        except OSError as e:  # Prometheus restarting
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(every)
+    raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})")
+
+
+def alerts(name: str) -> list[dict]:
+    return [a for a in api("alerts")["alerts"] if a["labels"].get("alertname") == name]
+
+
+def test_prometheus_scrapes_every_node_and_loads_the_rules():
+    def targets():
+        t = api("targets")["activeTargets"]
+        node = {x["labels"]["host"]: x["health"] for x in t if x["labels"]["job"] == "node"}
+        return t if node == {n: "up" for n in NODES} else None
+    t = wait("every node_exporter up", targets, timeout=90)
+    jobs = {x["labels"]["job"]: x["health"] for x in t}
+    assert jobs.get("prometheus") == "up" and jobs.get("alertmanager") == "up", jobs
+    groups = {g["name"]: g for g in api("rules")["groups"]}
+    assert {"sparkfleet-nodes", "sparkfleet-code", "sparkfleet-fabric", "sparkfleet-gpu", "sparkfleet-inference"} <= set(groups)
+    assert sum(len(g["rules"]) for g in groups.values()) >= 20
+    assert all(r["health"] == "ok" for g in groups.values() for r in g["rules"]), groups
+    # The config and rules on the node pass promtool, as the role checked before reloading.
+    ssh(CONTROL, "promtool check config /etc/sparkfleet/prometheus/prometheus.yml")
+    # Alertmanager is Prometheus' alertmanager.
+    am = api("alertmanagers")["activeAlertmanagers"]
+    assert [a["url"] for a in am] == [f"http://{addr(CONTROL)}:9093/api/v2/alerts"], am
+
+
+def test_exporters_listen_on_the_management_address_only():
+    for n in NODES:
+        listening = ssh(n, "ss -Hltn").stdout
+        assert f"{addr(n)}:9100 " in listening and not re.search(r"(\*|0\.0\.0\.0|\[::\]):9100 ", listening), listening
+    listening = ssh(CONTROL, "ss -Hltn").stdout
+    for port in (9090, 9093):
+        assert f"{addr(CONTROL)}:{port} " in listening, listening
+
+
+def test_validation_results_are_scraped_for_every_node():
+    res = wait("validation metrics", lambda: api("query", query="sparkfleet_validate_check")["result"], timeout=60)
+    assert {r["metric"]["host"] for r in res} == set(NODES)
+    failed = api("query", query='sum(sparkfleet_validate_check{status="fail"})')["result"]
+    assert failed and float(failed[0]["value"][1]) == 0
+
+
+def test_stopped_node_exporter_raises_an_alert_naming_the_node():
+    node = NODES[-1]
+    ssh(node, "systemctl stop prometheus-node-exporter")
+    try:
+        hit = wait(f"SparkfleetNodeDown for {node}",
+                   lambda: [a for a in alerts("SparkfleetNodeDown") if a["labels"]["host"] == node], timeout=150)
+        assert hit[0]["state"] in ("pending", "firing") and hit[0]["labels"]["severity"] == "critical"
+        assert node in hit[0]["annotations"]["summary"]
+        assert not [a for a in alerts("SparkfleetNodeDown") if a["labels"]["host"] != node]
+    finally:
+        ssh(node, "systemctl start prometheus-node-exporter")
+    wait("node_exporter back up", lambda: [r for r in api("query", query=f'up{{job="node",host="{node}"}} == 1')["result"]],
+         timeout=90)
+
+
+def run_nightly_drift():
+    """The installed nightly check (drift_timer), run now; it writes the textfile metric Prometheus scrapes."""
+    res = ssh(CONTROL, "systemctl start sparkfleet-drift.service", check=False, timeout=600)
+    report = json.loads(ssh(CONTROL, "cat /var/lib/sparkfleet/drift/latest.json").stdout)
+    return res, report
+
+
+@pytest.fixture
+def drift_timer_installed():
+    if ssh(CONTROL, "systemctl cat sparkfleet-drift.service", check=False).returncode != 0:
+        res = playbook("playbooks/drift_timer.yml")
+        assert res.returncode == 0, res.stdout[-3000:]
+
+
+def test_drift_in_the_scrape_config_is_named_and_raises_the_drift_alert(drift_timer_installed):
+    cfg = "/etc/sparkfleet/prometheus/prometheus.yml"
+    original = ssh(CONTROL, f"cat {cfg}").stdout
+    ssh(CONTROL, f"cp -p {cfg} /root/prometheus.yml.orig && sed -i 's/scrape_interval: 15s/scrape_interval: 60s/' {cfg}")
+    try:
+        _, report = run_nightly_drift()
+        tasks = sorted(d["task"] for d in report["hosts"][CONTROL]["drift"])
+        assert "Scrape config from the inventory (checked with promtool check config)" in tasks, tasks
+        assert not any(report["hosts"][n]["drift"] for n in NODES if n != CONTROL)
+        hit = wait("SparkfleetDriftDetected", lambda: [a for a in alerts("SparkfleetDriftDetected")
+                                                       if a["labels"]["host"] == CONTROL], timeout=120)
+        assert hit[0]["state"] in ("pending", "firing")
+    finally:
+        ssh(CONTROL, f"cp -p /root/prometheus.yml.orig {cfg} && rm -f /root/prometheus.yml.orig")
+    assert ssh(CONTROL, f"cat {cfg}").stdout == original
+    _, report = run_nightly_drift()
+    assert report["status"] == "ok", report.get("output_tail")
+    wait("drift alert resolved", lambda: not alerts("SparkfleetDriftDetected") or None, timeout=120)
+
+
+def test_dashboard_and_rule_metrics_exist_in_the_lab():
+    """Every node_exporter metric the dashboards and rules read is really exported here, except collectors that need
+    hardware the lab lacks (RDMA ports, hwmon sensors)."""
+    present = set(api("label/__name__/values"))
+    used = set()
+    for p in (PROJECT / "roles" / "grafana" / "files" / "dashboards").glob("*.json"):
+        for panel in json.loads(p.read_text())["panels"]:
+            for t in panel["targets"]:
+                used |= promql.metric_names(t["expr"])
+    rules = yaml.safe_load(ssh(CONTROL, "cat /etc/sparkfleet/prometheus/rules/sparkfleet.rules.yml").stdout)
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            used |= promql.metric_names(r["expr"])
+    needs_hardware = {m for m in used if m.startswith(("node_infiniband_", "node_hwmon_"))}
+    node = {m for m in used if m.startswith("node_")} - needs_hardware
+    assert len(node) >= 10
+    assert node - present == set()
+    assert {"sparkfleet_validate_check", "sparkfleet_drift_tasks", "up"} <= present
+
+
+def test_validation_page_renders_in_chromium():
+    page = PROJECT / "reports" / "validate" / "latest.html"
+    assert page.is_file()
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium missing: make deps installs it"
+    art = PROJECT / "reports" / "test-artifacts"
+    art.mkdir(parents=True, exist_ok=True)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page.as_uri()], text=True, capture_output=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    report = json.loads((PROJECT / "reports" / "validate" / "latest.json").read_text())
+    for n in NODES:
+        assert f'<tr data-host="{n}">' in dom.stdout
+    for check in {c["check"] for cs in report["hosts"].values() for c in cs}:
+        assert f'<th data-check="{check}">{check}</th>' in dom.stdout
+    shot = art / "lab-validate-report.png"
+    res = subprocess.run([chromium, *flags, f"--screenshot={shot}", "--window-size=1600,1000", page.as_uri()],
+                         text=True, capture_output=True, timeout=120)
+    assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
