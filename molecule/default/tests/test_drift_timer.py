@@ -67,7 +67,8 @@ def test_timer_installs_idempotently_and_fires():
     assert "changed=0" in again.stdout.split("PLAY RECAP")[-1], again.stdout[-2000:]
     assert "sparkfleet-drift.timer" in ssh(CONTROL, "systemctl list-timers --no-pager").stdout
     # Wait (bounded) for the timer to start the check and for the check to finish.
-    deadline = time.time() + 200
+    # The timer fires within a minute; the check-mode run of every layer then takes minutes on a loaded 2-core machine.
+    deadline = time.time() + 540
     report = None
     while time.time() < deadline:
         out = ssh(CONTROL, "cat /var/lib/sparkfleet/drift/latest.json 2>/dev/null; "
@@ -76,7 +77,9 @@ def test_timer_installs_idempotently_and_fires():
             report = json.loads(out[: out.rindex("}") + 1])
             break
         time.sleep(5)
-    assert report is not None, "the timer did not produce a report in time"
+    assert report is not None, "the timer did not produce a report in time:\n" + ssh(
+        CONTROL, "systemctl status sparkfleet-drift.timer sparkfleet-drift.service --no-pager; "
+                 "journalctl -u sparkfleet-drift.service --no-pager -o cat | tail -20", check=False).stdout[-3000:]
     assert report["status"] == "ok" and set(report["hosts"]) == set(NODES), report.get("output_tail")
     journal = ssh(CONTROL, "journalctl -u sparkfleet-drift.service --no-pager -o cat | tail -5").stdout
     assert "drift: none on" in journal
