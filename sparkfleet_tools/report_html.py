@@ -13,7 +13,7 @@ body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;m
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
 .summary{margin:0 0 16px;color:#444}.passed{color:#0a7d32}.failed{color:#b3261e}
 table{border-collapse:collapse}th,td{border:1px solid #d0d5dc;padding:4px 8px;text-align:center}
-th{background:#f2f4f7;font-weight:600}th.host{text-align:left}
+th{background:#f2f4f7;font-weight:600}th.host{text-align:left;white-space:nowrap}
 td.pass{background:#dcf5e3;color:#0a5c26}td.fail{background:#fbdcd9;color:#8c1d18;font-weight:600}
 td.not_checked{background:#eef0f3;color:#666}td.none{background:#fff}
 td.bw{min-width:72px;color:#10243a}details{margin:4px 0}summary{cursor:pointer}
