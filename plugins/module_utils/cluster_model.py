@@ -385,6 +385,11 @@ def host_errors(host, facts, hv, req):
     if arch not in req.get("architectures", []):
         errors.append("%s: architecture %s is not supported (ansible_architecture; supported: %s)"
                       % (host, arch, ", ".join(req.get("architectures", []))))
+    # Architecture-specific downloads: a pin for this node's architecture, or the variables to set, before any change.
+    for a in req.get("arch_artifacts", []):
+        if arch in req.get("architectures", []) and arch not in (a.get("pinned") or []):
+            errors.append("%s: %s has no pinned build for %s (pinned: %s): set %s"
+                          % (host, a["name"], arch, ", ".join(a.get("pinned") or []) or "none", a["set"]))
     mem = f("memtotal_mb", 0)
     if mem < req.get("min_memory_mb", 0):
         errors.append("%s: %d MiB memory, preflight_min_memory_mb=%d" % (host, mem, req["min_memory_mb"]))

@@ -86,3 +86,44 @@ def test_slurm_gpu_node_files(tmp_path, name, slurmd_c, gpus, nvml, gres):
     assert f"NodeHostname={probe['hostname']}" in line and f"RealMemory={mem}" in line and f"Gres=gpu:{gpus}" in line, line
     assert f"CPUs={probe['hw']['CPUs']}" in line
     assert f"PartitionName=batch Nodes={name} Default=YES State=UP" in nodes, nodes
+
+
+PREFLIGHT_PLAYBOOK = """
+- hosts: spark-01
+  gather_facts: false
+  vars:
+    role_path: "%(role)s"
+    ansible_facts: {architecture: "%(arch)s", distribution: Ubuntu, distribution_version: "24.04", distribution_major_version: "24",
+                    memtotal_mb: 131072, mounts: [], interfaces: [], python: {version: {major: 3, minor: 12}}, user_uid: 0}
+  tasks:
+    - ansible.builtin.include_vars: {file: "%(role)s/defaults/main.yml"}
+    - ansible.builtin.include_vars: {file: "%(role)s/vars/main.yml"}
+    - ansible.builtin.copy:
+        dest: "%(out)s/errors.json"
+        mode: "0644"
+        content: >-
+          {{ ansible_facts | sparkfleet.cluster.host_errors(inventory_hostname, hostvars[inventory_hostname],
+             {'supported_os': preflight_supported_os, 'architectures': preflight_architectures,
+              'arch_artifacts': preflight_arch_artifacts | selectattr('hosts', 'contains', inventory_hostname) | list}) | to_json }}
+"""
+
+
+@pytest.mark.parametrize("arch,extra,expected", [
+    ("x86_64", {}, []),
+    ("aarch64", {}, ["spark-01: the object store's server binary (seaweedfs) has no pinned build for aarch64 "
+                     "(pinned: x86_64): set object_store_binary_url (a linux-arm64 build or a mirror of it) and "
+                     "object_store_binary_sha256: {seaweedfs-aarch64: <its sha256>}"]),
+    ("aarch64", {"object_store_binary_sha256": {"seaweedfs-aarch64": "a" * 64}}, []),
+])
+def test_preflight_names_the_pin_an_architecture_lacks(tmp_path, arch, extra, expected):
+    """DGX Spark is aarch64: an architecture without a pinned object store build stops in preflight, before any change."""
+    pb = tmp_path / "preflight.yml"
+    pb.write_text(PREFLIGHT_PLAYBOOK % {"role": ROOT / "roles" / "preflight", "out": tmp_path, "arch": arch})
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(json.dumps({"all": {"children": {"control": {"hosts": {"spark-01": extra}}}}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    res = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv), str(pb), "-c", "local",
+                          "-e", f"ansible_python_interpreter={sys.executable}"],
+                         cwd=ROOT, env=env, text=True, capture_output=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert json.loads((tmp_path / "errors.json").read_text()) == expected
