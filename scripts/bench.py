@@ -48,6 +48,17 @@ def tasks_per_host(out: str) -> float:
     return sum(counts) / len(counts) if counts else 0.0
 
 
+# ansible.posix.profile_tasks: every task's wall time, the slowest first ("NAME ---- 1.23s").
+PROFILE_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "10",
+               "PROFILE_TASKS_SORT_ORDER": "descending"}
+
+
+def profile(out: str, limit: int = 10) -> list[dict]:
+    """The slowest tasks from profile_tasks' summary at the end of a run."""
+    rows = re.findall(r"^(.+?) -{3,} (\d+\.\d+)s$", out.split("PLAY RECAP")[-1], re.M)
+    return [{"task": t.strip(), "s": float(x)} for t, x in rows][:limit]
+
+
 def bench_size(n: int, repeat: int, keep: bool) -> dict:
     name = f"bench{n}"
     inv = ROOT / "inventory" / f"lab-{name}"
@@ -72,7 +83,8 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
         for key, cmd in runs.items():
             times = []
             for _ in range(repeat):
-                extra = floor_env if key == "floor_s" else mitogen_env() if key == "noop_mitogen_s" else None
+                extra = floor_env if key == "floor_s" else mitogen_env() if key == "noop_mitogen_s" else \
+                    PROFILE_ENV if key == "noop_s" else None
                 t, out, rc = timed(cmd, inv, extra)
                 if rc != 0:
                     raise SystemExit(f"bench: {key} failed on {n} nodes (rc {rc}):\n{out[-3000:]}")
@@ -81,6 +93,7 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
                     if re.search(r"changed=[1-9]", out):
                         raise SystemExit(f"bench: no-op run changed something on {n} nodes")
                     r["tasks_per_host"] = tasks_per_host(out)
+                    r["noop_profile"] = profile(out)
             r[key] = sorted(times)[len(times) // 2]
         r["s_per_task_host"] = r["noop_s"] / max(1.0, r["tasks_per_host"] * n)
         return r
@@ -115,8 +128,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps({"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                 "results": results}, indent=2) + "\n")
-    print(table(results))
-    (out / "bench.md").write_text(table(results) + "\n")
+    text = table(results) + "\n" + "\n".join(
+        f"\nThe ten slowest tasks of the no-op run on {r['nodes']} nodes (wall time, all hosts):\n"
+        + "\n".join(f"- {p['s']:.2f} s  {p['task']}" for p in r.get("noop_profile", [])) for r in results)
+    print(text)
+    (out / "bench.md").write_text(text + "\n")
     return 0
 
 
