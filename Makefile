@@ -18,7 +18,7 @@ endif
 
 help:
 	@echo "make lab        build the lab ($(LAB_NODES) nodes) and run site.yml on it"
-	@echo "make test       linters, unit tests, molecule scenarios on lab containers"
+	@echo "make test       linters, unit tests, molecule scenarios on lab containers (SCENARIO=fabric: one)"
 	@echo "make lab-down   remove the lab completely"
 	@echo "make bench      benchmark (2 and 8 nodes): converge, no-op, check, drift, floor"
 	@echo "make drift      drift check of the lab (reports in reports/drift/)"
@@ -46,8 +46,9 @@ lint: deps
 unit: deps
 	pytest -q tests/unit
 
+# SCENARIO=fabric runs one scenario (molecule/<name>/); default: every scenario.
 molecule: deps
-	molecule test --all
+	molecule test $(if $(SCENARIO),-s $(SCENARIO),--all)
 
 test: lint unit molecule
 
