@@ -37,6 +37,14 @@ RENDER = """
         alertmanager_smtp_smarthost: "127.0.0.1:25"
         alertmanager_smtp_from: "sparkfleet@example.org"
     - ansible.builtin.template: {src: "%(roles)s/alertmanager/templates/alertmanager.yml.j2", dest: "%(out)s/alertmanager.yml", mode: "0644"}
+    - ansible.builtin.include_vars: {file: "%(roles)s/grafana/defaults/main.yml"}
+    - ansible.builtin.set_fact:
+        grafana_listen_address: 10.0.0.11
+        grafana_port: 3000
+        grafana_prometheus_url: "http://10.0.0.11:9090"
+        grafana_admin_password: "s3cret-from-vault"
+    - ansible.builtin.template: {src: "%(roles)s/grafana/templates/{{ item }}.j2", dest: "%(out)s/{{ item }}", mode: "0644"}
+      loop: [datasource.yaml, dashboard.yaml, grafana.service.conf]
 """
 
 
@@ -163,3 +171,15 @@ def test_dashboards_cover_what_the_issue_asks():
         assert m in text["sparkfleet-gpu"]
     assert "node_network_receive_drop_total" in text["sparkfleet-fabric"] and "receive_bytes" in text["sparkfleet-fabric"]
     assert "histogram_quantile(0.95" in text["sparkfleet-inference"] and 'status=~\\"2..\\"' in text["sparkfleet-inference"]
+
+
+def test_grafana_provisioning_points_at_prometheus_and_the_dashboards(rendered):
+    ds = yaml.safe_load((rendered / "datasource.yaml").read_text())["datasources"][0]
+    assert ds["uid"] == "sparkfleet-prometheus" and ds["url"] == "http://10.0.0.11:9090" and ds["isDefault"]
+    prov = yaml.safe_load((rendered / "dashboard.yaml").read_text())["providers"][0]
+    assert prov["options"]["path"] == "/var/lib/grafana/dashboards/sparkfleet" and prov["disableDeletion"]
+    unit = (rendered / "grafana.service.conf").read_text()
+    assert "Environment=GF_SERVER_HTTP_ADDR=10.0.0.11" in unit and "GF_SECURITY_ADMIN_PASSWORD=s3cret-from-vault" in unit
+    # Every dashboard's datasource is the provisioned one.
+    for p in DASHBOARDS:
+        assert {pn["datasource"]["uid"] for pn in json.loads(p.read_text())["panels"]} == {ds["uid"]}
