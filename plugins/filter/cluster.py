@@ -19,6 +19,11 @@ def cluster_nodes(hostvars, groups):
     return cm.cluster_nodes(hostvars, groups)
 
 
+def cluster_node(hostvars, groups, name):
+    """{name, role, index, mgmt_ip, fabric_ips, fabric_names} of one host (hostvars | cluster_node(groups, name))."""
+    return cm.cluster_node(hostvars, groups, name)
+
+
 def inventory_errors(hostvars, groups, extra_groups=()):
     return cm.inventory_errors(hostvars, groups, extra_groups)
 
@@ -92,7 +97,7 @@ def model_entry_errors(models, var="model_sync_models"):
 
 class FilterModule:
     def filters(self):
-        return {"node_address": node_address, "cluster_nodes": cluster_nodes,
+        return {"node_address": node_address, "cluster_nodes": cluster_nodes, "cluster_node": cluster_node,
                 "inventory_errors": inventory_errors, "host_errors": host_errors,
                 "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,

@@ -76,14 +76,16 @@ def node_record(name, hv):
     return {"name": name, "index": index, "mgmt_ip": mgmt_ip, "fabric_ips": fabric_ips, "fabric_names": fabric_names}
 
 
+def cluster_node(hostvars, groups, name):
+    """One node with its role (control/compute) and addresses, from its own hostvars only."""
+    rec = node_record(name, hostvars[name])
+    rec["role"] = "control" if name in set(groups.get("control", [])) else "compute"
+    return rec
+
+
 def cluster_nodes(hostvars, groups):
     """Every node of the `cluster` group with its role (control/compute) and addresses."""
-    control = set(groups.get("control", []))
-    nodes = []
-    for name in groups.get("cluster", []):
-        rec = node_record(name, hostvars[name])
-        rec["role"] = "control" if name in control else "compute"
-        nodes.append(rec)
+    nodes = [cluster_node(hostvars, groups, name) for name in groups.get("cluster", [])]
     return sorted(nodes, key=lambda n: (n["index"] if isinstance(n["index"], int) else 10 ** 6, n["name"]))
 
 
