@@ -350,6 +350,8 @@ def write_inventory(p: dict, key: Path) -> None:
             "sparkfleet_fabric_cidrs": p["fabrics"],
             "sparkfleet_fabric_interfaces": list(FABRIC_IFS),
             "sparkfleet_admin_cidrs": [f"{p['mgmt_gw']}/32"],
+            # Containers share the host's memory and have a 64 MB /dev/shm: a small object store per Ray node.
+            "ray_object_store_memory_bytes": 100 * 1024 * 1024,
         },
         "children": {"cluster": {"children": groups}},
     }}

@@ -73,7 +73,9 @@ def node_record(name, hv):
         fabric_ips = [node_address(c, index, offset) for c in _get(hv, "sparkfleet_fabric_cidrs", []) or []]
     suffix = _get(hv, "sparkfleet_fabric_name_suffix", "-fab")
     fabric_names = [name + suffix if i == 0 else "%s%s%d" % (name, suffix, i) for i in range(len(fabric_ips))]
-    return {"name": name, "index": index, "mgmt_ip": mgmt_ip, "fabric_ips": fabric_ips, "fabric_names": fabric_names}
+    # data_ip: where cluster traffic (Ray, NCCL bootstrap) goes - the first fabric address, else the management one.
+    return {"name": name, "index": index, "mgmt_ip": mgmt_ip, "fabric_ips": fabric_ips, "fabric_names": fabric_names,
+            "data_ip": (fabric_ips or [mgmt_ip])[0]}
 
 
 def cluster_node(hostvars, groups, name):

@@ -213,6 +213,8 @@ SCHEMA = {
                                doc="the scheduler layer users submit work to", example="slurm"),
     "sparkfleet_monitoring": _e("bool", doc="Prometheus, Alertmanager, Grafana and the exporters (playbooks/monitoring.yml)",
                                 example="true"),
+    "sparkfleet_inference": _e("bool", doc="Ray on every node, vLLM on GPU clusters, the gateway (playbooks/inference.yml)",
+                               example="true"),
     "sparkfleet_slurm_partitions": _e("list", elements="dict", elem_check=_partition,
                                       doc="Slurm partitions: [{name, nodes (inventory groups or 'ALL'), default, options}]",
                                       example="[{name: gpu, nodes: ALL, default: true}]"),

@@ -79,6 +79,31 @@ options:
     description: GPUs the container must see (0 = no GPU on this node, the check is not_checked).
     type: int
     default: 0
+  versions_python:
+    description: The inference environment's interpreter; its Python, Ray, vLLM, torch and NCCL versions are returned
+      in C(versions) for the fleet consistency check (NCCL from the environment, else the system's libnccl2).
+    type: str
+    default: ""
+  ray_expect:
+    description: On the Ray head, the nodes (C(NAME=IP)) that must be alive in the Ray cluster and run a task each.
+    type: list
+    elements: str
+    default: []
+  ray_check:
+    description: The ray role's check script (run with I(versions_python)).
+    type: str
+    default: /usr/local/lib/sparkfleet/ray_check.py
+  http_checks:
+    description: URLs that must answer, each C({name, url, status}) (the status expected, default 200), or with
+      C(not_checked) set to a reason, reported as not checked. C(status_without) C({path, status}) expects another
+      status while a local file is absent (the gateway answers 503 where no vLLM unit is installed).
+    type: list
+    elements: dict
+    default: []
+  gateway_log:
+    description: The gateway's JSON access log; the P50/P95/P99 request times of its last 10000 requests are reported.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -99,6 +124,10 @@ checks:
   returned: always
   type: list
   elements: dict
+versions:
+  description: Versions for the fleet consistency check (C(python), C(ray), C(vllm), C(torch), C(nccl); null where absent).
+  returned: always
+  type: dict
 failed_checks:
   description: Number of checks with status fail.
   returned: always
@@ -106,10 +135,21 @@ failed_checks:
 """
 
 import json
+import os
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from urllib.error import HTTPError, URLError
+from urllib.request import urlopen
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.sparkfleet.cluster.plugins.module_utils.inference import latency_percentiles
+
+_VERSIONS = ("import importlib.metadata as m, json, platform\n"
+             "d = {x.metadata['Name'].lower().replace('_', '-'): x.version for x in m.distributions()}\n"
+             "nccl = [v for k, v in sorted(d.items()) if k.startswith('nvidia-nccl-cu')]\n"
+             "print(json.dumps({'python': platform.python_version(), 'ray': d.get('ray'), 'vllm': d.get('vllm'),"
+             " 'torch': d.get('torch'), 'nccl': nccl[0] if nccl else None}))")
 
 
 def result(check, target, status, detail=""):
@@ -240,6 +280,70 @@ class Checker:
         return result("container_gpu", image, "pass" if seen == expected else "fail", "%d of %d GPUs visible" % (seen, expected))
 
 
+    def versions(self, python):
+        out = {"python": None, "ray": None, "vllm": None, "torch": None, "nccl": None}
+        if python and os.access(python, os.X_OK):
+            rc, stdout, _ = self.run([python, "-c", _VERSIONS], timeout=30)
+            if rc == 0:
+                out.update(json.loads(stdout))
+        if not out["nccl"]:
+            rc, stdout, _ = self.run(["dpkg-query", "-W", "-f", "${Version}", "libnccl2"])
+            out["nccl"] = stdout.strip().split("+")[0] or None if rc == 0 else None
+        return out
+
+    def ray_cluster(self, python, script, expect):
+        if not (python and os.access(python, os.X_OK)):
+            return [result("ray_cluster", "-", "fail", "no inference environment (%s)" % python)]
+        rc, out, err = self.run([python, script, "--wait", "20"] + expect, timeout=150)
+        try:
+            data = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return [result("ray_cluster", "-", "fail", "ray_check: %s" % (err or out).strip()[-300:])]
+        checks = []
+        for name, n in sorted(data["nodes"].items()):
+            target = "%s (%s)" % (name, n["ip"])
+            if not n["alive"]:
+                checks.append(result("ray_cluster", target, "fail", "not alive in the Ray cluster"))
+            elif not n.get("hostname"):
+                checks.append(result("ray_cluster", target, "fail", "a task placed there did not run: %s" % n.get("error", "?")))
+            else:
+                checks.append(result("ray_cluster", target, "pass", "alive; a task placed there ran on %s (Ray %s)"
+                                     % (n["hostname"], data.get("ray_version"))))
+        if data.get("unexpected"):
+            checks.append(result("ray_cluster", "unexpected nodes", "fail", ", ".join(data["unexpected"])))
+        return checks
+
+    def http(self, spec):
+        name, want = spec.get("name", spec["url"]), int(spec.get("status", 200))
+        without = spec.get("status_without") or {}
+        if without.get("path") and not os.path.exists(without["path"]):
+            want = int(without["status"])
+        if spec.get("not_checked"):
+            return result("http", name, "not_checked", spec["not_checked"])
+        try:
+            with urlopen(spec["url"], timeout=10) as r:
+                code, body = r.status, r.read(300)
+        except HTTPError as e:
+            code, body = e.code, e.read(300)
+        except (URLError, OSError) as e:
+            return result("http", name, "fail", "%s: %s" % (spec["url"], e))
+        detail = "%s answered %d: %s" % (spec["url"], code, body.decode("utf-8", "replace").strip()[:160])
+        return result("http", name, "pass" if code == want else "fail", detail if code == want else detail + " (want %d)" % want)
+
+    def gateway_latency(self, path):
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.path.getsize(path) - 4 * 1024 * 1024))
+                lines = f.read().decode("utf-8", "replace").splitlines()[-10000:]
+        except OSError as e:
+            return result("gateway_latency", path, "not_checked", "no access log: %s" % e)
+        p = latency_percentiles(lines)
+        if not p["count"]:
+            return result("gateway_latency", path, "not_checked", "no requests logged yet")
+        return result("gateway_latency", path, "pass", "P50 %.3f s, P95 %.3f s, P99 %.3f s over the last %d requests"
+                      % (p["p50"], p["p95"], p["p99"], p["count"])) | {"percentiles": p}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -258,6 +362,11 @@ def main():
             min_bandwidth_share=dict(type="float", default=0.0),
             gpu_container_image=dict(type="str", default=""),
             expected_gpus=dict(type="int", default=0),
+            versions_python=dict(type="str", default=""),
+            ray_expect=dict(type="list", elements="str", default=[]),
+            ray_check=dict(type="str", default="/usr/local/lib/sparkfleet/ray_check.py"),
+            http_checks=dict(type="list", elements="dict", default=[]),
+            gateway_log=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -276,11 +385,17 @@ def main():
         jobs += [(lambda peer: c.ssh(p["ssh_user"], peer), peer) for peer in p["ssh_peers"]]
     jobs += [(c.mtu, peer) for peer in p["mtu_peers"]]
     jobs.append((lambda _: c.gpu_container(p["gpu_container_image"], p["expected_gpus"]), None))
+    jobs += [(c.http, spec) for spec in p["http_checks"]]
+    if p["gateway_log"]:
+        jobs.append((c.gateway_latency, p["gateway_log"]))
     with ThreadPoolExecutor(max_workers=16) as ex:
+        versions = ex.submit(c.versions, p["versions_python"])
+        ray = ex.submit(c.ray_cluster, p["versions_python"], p["ray_check"], p["ray_expect"]) if p["ray_expect"] else None
         checks = list(ex.map(lambda job: job[0](job[1]), jobs))
+        checks += ray.result() if ray else []
     # Bandwidth last and alone, so the other checks' traffic does not disturb it.
     checks += c.bandwidth(p["bandwidth_peers"], p["bandwidth_seconds"], p["bandwidth_interface"], p["min_bandwidth_share"])
-    module.exit_json(changed=False, checks=checks, failed_checks=sum(1 for x in checks if x["status"] == "fail"))
+    module.exit_json(changed=False, checks=checks, versions=versions.result(), failed_checks=sum(1 for x in checks if x["status"] == "fail"))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def test_node_address_and_model():
     groups = {"all": ["a", "b"], "cluster": ["a", "b"], "control": ["a"], "compute": ["b"]}
     nodes = cm.cluster_nodes(hv, groups)
     assert nodes[0] == {"name": "a", "index": 1, "mgmt_ip": "10.0.0.11", "fabric_ips": ["10.1.0.11", "10.2.0.11"],
-                        "fabric_names": ["a-fab", "a-fab1"], "role": "control"}
+                        "fabric_names": ["a-fab", "a-fab1"], "data_ip": "10.1.0.11", "role": "control"}
     assert nodes[1]["mgmt_ip"] == "10.0.0.50" and nodes[1]["role"] == "compute"
     assert cm.inventory_errors(hv, groups) == []
     assert mtu_peers(nodes[1:], 9000) == [{"name": "b-fab", "ip": "10.1.0.12", "mtu": 9000},

@@ -1,0 +1,181 @@
+"""Inference layer on the converged lab, for real: a Ray cluster of every node over the fabric, its ports and
+only its ports reachable, fleet consistency naming a planted version, the gateway's 503 and its rate limit."""
+from __future__ import annotations
+
+import json
+import re
+
+from labtools import INV, NODES, OUTSIDERS, addr, playbook, recap, ssh
+
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+VENV = "/opt/sparkfleet/venv"
+# services.yml: what the firewall opens for Ray (and the ray role passes to `ray start`).
+HEAD_PORTS = {6379, 8265, 10001}
+NODE_PORTS = set(range(6380, 6386))
+WORKER_PORTS = range(52000, 53001)
+
+
+def data_ip(h):
+    return (INV["hosts"][h].get("sparkfleet_fabric_ips") or [addr(h)])[0]
+
+
+def ray_check(wait=60):
+    expect = " ".join(f"{n}={data_ip(n)}" for n in NODES)
+    res = ssh(CONTROL, f"{VENV}/bin/python /usr/local/lib/sparkfleet/ray_check.py --wait {wait} {expect}",
+              check=False, timeout=wait + 120)
+    return res, json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_every_node_joins_ray_over_the_fabric_and_runs_a_task_placed_on_it():
+    res, data = ray_check()
+    assert res.returncode == 0 and data["ok"], res.stdout + res.stderr
+    for n in NODES:
+        node = data["nodes"][n]
+        # The node resource put the task on that node: it answers with its own host name, at its fabric address.
+        assert node["alive"] and node["hostname"] == n and node["ip"] == data_ip(n), node
+    assert data["unexpected"] == []
+    status = ssh(CONTROL, f"{VENV}/bin/ray status --address {data_ip(CONTROL)}:6379", timeout=60).stdout
+    assert len(re.findall(r"^ 1 node_", status, re.M)) == len(NODES), status
+    # NCCL/GLOO in every Ray process (and the vLLM workers Ray starts) go over the fabric, not the management port.
+    for n in NODES:
+        env = ssh(n, "cat /etc/sparkfleet/ray.env").stdout
+        assert "NCCL_SOCKET_IFNAME=enp1s0f0np0,enP2p1s0f0np0" in env and "GLOO_SOCKET_IFNAME=enp1s0f0np0" in env
+        assert f"VLLM_HOST_IP={data_ip(n)}" in env
+
+
+RAY_PROCS = re.compile(r'"(raylet|gcs_server|python|ray::[A-Za-z]+)"')
+
+
+def listening(h):
+    """{port: address} of the TCP sockets Ray's processes listen on, loopback excluded."""
+    ports = {}
+    for line in ssh(h, "ss -ltnpH").stdout.splitlines():
+        f = line.split()
+        ip, _, port = f[3].rpartition(":")
+        if ip.strip("[]") not in ("127.0.0.1", "::1") and RAY_PROCS.search(" ".join(f[5:])):
+            ports[int(port)] = ip
+    return ports
+
+
+PROBE = r"""
+import json, socket, sys, concurrent.futures as cf
+def probe(t):
+    try:
+        socket.create_connection((t[0], t[1]), timeout=2).close(); return True
+    except OSError:
+        return False
+targets = json.loads(sys.argv[1])
+with cf.ThreadPoolExecutor(16) as ex:
+    print(json.dumps([[*t, ok] for t, ok in zip(targets, ex.map(probe, targets))]))
+"""
+
+
+def test_ray_ports_are_the_only_ones_open_between_nodes_and_closed_to_the_outsider():
+    """The reachability matrix on Ray's real listeners: every port a Ray process listens on is probed from every
+    other node and from a host outside the cluster. Declared ports (services.yml) are open between nodes on the
+    fabric and management addresses; anything Ray opens beyond them (the dashboard's and autoscaler's own gRPC
+    ports) is closed, and the outsider reaches none of them."""
+    # A task makes the workers start, so a worker port is listening too.
+    ray_check()
+    declared = {}
+    targets = []
+    for d in NODES:
+        allowed = NODE_PORTS | set(WORKER_PORTS) | (HEAD_PORTS if d == CONTROL else set())
+        ports = listening(d)
+        assert {6380, 6381} <= set(ports), (d, ports)  # node manager, object manager
+        for port in ports:
+            declared[port, d] = port in allowed
+            targets += [[ip, port, d] for ip in sorted({addr(d), data_ip(d)})]
+    assert HEAD_PORTS <= {p for p, d in declared if d == CONTROL}
+    assert any(p in WORKER_PORTS for p, _ in declared), "no Ray worker listens in the worker port range"
+    mismatches = []
+    for src in NODES + OUTSIDERS:
+        probe = [[ip, port] for ip, port, d in targets if d != src]
+        res = ssh(src, "cat > /tmp/probe.py <<'EOF'\n" + PROBE + "\nEOF\n" f"python3 /tmp/probe.py '{json.dumps(probe)}'",
+                  timeout=120)
+        owner = {(ip, port): d for ip, port, d in targets}
+        for ip, port, ok in json.loads(res.stdout):
+            want = src in NODES and declared[port, owner[ip, port]]
+            if ok != want:
+                mismatches.append(f"{src} -> {owner[ip, port]} {ip}:{port}: {'open' if ok else 'closed'}, want "
+                                  f"{'open' if want else 'closed'} ({'declared' if declared[port, owner[ip, port]] else 'undeclared'})")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_fleet_consistency_names_a_node_with_a_planted_ray_version_and_python_env_restores_it():
+    victim = NODES[-1]
+    meta = ssh(victim, f"ls -d {VENV}/lib/python3*/site-packages/ray-*.dist-info").stdout.strip()
+    ssh(victim, f"sed -i 's/^Version: .*/Version: 2.59.0/' {meta}/METADATA")
+    try:
+        res = playbook("playbooks/validate.yml", timeout=900)
+        assert res.returncode != 0
+        majority = ", ".join(n for n in NODES if n != victim)
+        assert f"{victim} has ray 2.59.0; the majority has 2.60.0 ({majority})" in res.stdout, res.stdout[-3000:]
+        # A check run sees the difference and changes nothing.
+        chk = playbook("playbooks/inference.yml", "--check", "--diff", "--limit", victim, timeout=900)
+        assert chk.returncode == 0, chk.stdout[-3000:]
+        assert "ray: 2.59.0 installed, lock says 2.60.0" in chk.stdout
+        assert "2.59.0" in ssh(victim, f"grep ^Version: {meta}/METADATA").stdout
+    finally:
+        fix = playbook("playbooks/inference.yml", "--limit", victim, timeout=900)
+    assert fix.returncode == 0, fix.stdout[-3000:]
+    assert recap(fix.stdout)[victim]["changed"] >= 1
+    assert "2.60.0" in ssh(victim, f"{VENV}/bin/python -c 'import ray; print(ray.__version__)'").stdout
+    res, data = ray_check(wait=120)  # its Ray worker restarted on the rebuilt environment and rejoined
+    assert data["ok"], res.stdout + res.stderr
+
+
+def curl(path, host="127.0.0.1"):
+    out = ssh(CONTROL, f"curl -s -o /tmp/gw.body -w '%{{http_code}}' http://{host}:8090{path}; echo; cat /tmp/gw.body").stdout
+    code, _, body = out.partition("\n")
+    return int(code), body
+
+
+def test_gateway_answers_and_says_clearly_that_no_backend_is_healthy():
+    code, body = curl("/gateway/health")
+    assert code == 200 and json.loads(body)["status"] == "ok"
+    # The lab has no GPU, so no vLLM: the API answers 503 with a JSON error naming the problem.
+    code, body = curl("/v1/models", host=addr(CONTROL))
+    assert code == 503, body
+    err = json.loads(body)["error"]
+    assert "no healthy inference backend" in err["message"] and err["code"] == 503
+    last = json.loads(ssh(CONTROL, "tail -n 1 /var/log/nginx/sparkfleet-gateway.log").stdout)
+    assert last["uri"] == "/v1/models" and last["status"] == 503 and isinstance(last["request_time"], float)
+
+
+LOAD = r"""
+import concurrent.futures as cf, json, sys, time, urllib.request, urllib.error
+def one(_):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:8090/v1/models", timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return -1
+t = time.monotonic()
+with cf.ThreadPoolExecutor(int(sys.argv[2])) as ex:
+    codes = list(ex.map(one, range(int(sys.argv[1]))))
+print(json.dumps({"codes": {str(c): codes.count(c) for c in set(codes)}, "seconds": time.monotonic() - t}))
+"""
+
+
+def test_gateway_rate_limit_sheds_load_with_429_under_a_bounded_local_burst():
+    # 300 requests from 16 threads on the gateway's own node (loopback): far over 20 r/s with a burst of 40.
+    res = ssh(CONTROL, "cat > /tmp/load.py <<'EOF'\n" + LOAD + "\nEOF\npython3 /tmp/load.py 300 16", timeout=180)
+    data = json.loads(res.stdout)
+    codes = {int(k): v for k, v in data["codes"].items()}
+    assert set(codes) <= {429, 503} and sum(codes.values()) == 300, codes
+    allowed = 40 + 20 * data["seconds"] + 20  # burst + rate over the run, with a margin
+    assert codes.get(429, 0) >= 300 - allowed and codes.get(503, 0) >= 1, (codes, data["seconds"])
+    body = ssh(CONTROL, "curl -s http://127.0.0.1:8090/v1/models -o /dev/null; "
+                        "for i in $(seq 80); do curl -s http://127.0.0.1:8090/v1/models; done | grep -m1 rate_limited").stdout
+    assert json.loads(body)["error"]["code"] == 429
+    # The access log has the request times the validation report turns into P50/P95/P99.
+    res = playbook("playbooks/validate.yml", timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:]
+    report = json.loads((__import__("labtools").PROJECT / "reports/validate/latest.json").read_text())
+    lat = [c for c in report["hosts"][CONTROL] if c["check"] == "gateway_latency"]
+    assert lat and lat[0]["status"] == "pass" and "P95" in lat[0]["detail"], lat
+    fleet = [c for c in report["hosts"][NODES[1]] if c["check"] == "fleet_version"]
+    assert {c["target"] for c in fleet} >= {"python", "ray"} and all(c["status"] == "pass" for c in fleet), fleet

@@ -1,0 +1,51 @@
+"""Filters for the inference layer (logic in module_utils/inference.py)."""
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkfleet.cluster.plugins.module_utils import inference
+
+
+def python_target(hv):
+    """A node's hostvars -> "3.12/aarch64": the wheel set it needs."""
+    facts = hv.get("ansible_facts", {}) if hasattr(hv, "get") else {}
+    py = facts.get("python", {}).get("version", {})
+    if not py or not facts.get("architecture"):
+        raise AnsibleFilterError("python_target: no facts for this node (gather facts first)")
+    return "%s.%s/%s" % (py["major"], py["minor"], facts["architecture"])
+
+
+def python_versions(hosts, hostvars):
+    """Hosts -> {python version: [hosts]} from their facts."""
+    out = {}
+    for h in hosts:
+        py = hostvars[h].get("ansible_facts", {}).get("python", {}).get("version", {})
+        out.setdefault("%s.%s.%s" % (py.get("major"), py.get("minor"), py.get("micro")), []).append(h)
+    return out
+
+
+def ray_expect(nodes, hostvars):
+    """Cluster node records -> ["name=address"]: the Ray address of each (an inventory ray_node_ip, else data_ip)."""
+    out = []
+    for n in nodes:
+        hv = hostvars[n["name"]] if n["name"] in hostvars else {}
+        out.append("%s=%s" % (n["name"], hv.get("ray_node_ip") or n["data_ip"]))
+    return out
+
+
+def fleet_consistency(versions_by_host):
+    return inference.fleet_consistency(versions_by_host or {})
+
+
+def vllm_argv(args):
+    """A mapping of vllm_argv's keyword arguments -> the argv list; errors name the variables."""
+    try:
+        return inference.vllm_argv(**args)
+    except (TypeError, ValueError) as e:
+        raise AnsibleFilterError("vllm: %s (vllm_tensor_parallel_size, vllm_pipeline_parallel_size)" % e) from e
+
+
+class FilterModule:
+    def filters(self):
+        return {"python_target": python_target, "python_versions": python_versions,
+                "fleet_consistency": fleet_consistency, "ray_expect": ray_expect, "vllm_argv": vllm_argv}

@@ -1,0 +1,52 @@
+"""The Ray cluster as the head sees it: every expected node alive, and a task placed on each node (by its
+sparkfleet-host-<name> resource) returning that node's host name. Prints JSON; exit 0 when everything passed.
+
+    <venv>/bin/python ray_check.py [--wait SECONDS] NAME=IP [NAME=IP ...]
+"""
+import argparse
+import json
+import socket
+import sys
+import time
+
+import ray
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wait", type=float, default=0, help="wait up to this long for every node to join")
+    ap.add_argument("--task-timeout", type=float, default=60)
+    ap.add_argument("expect", nargs="+")
+    a = ap.parse_args()
+    expect = dict(e.split("=", 1) for e in a.expect)
+    ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+    deadline = time.monotonic() + a.wait
+    while True:
+        alive = {n["NodeManagerAddress"]: n for n in ray.nodes() if n.get("Alive")}
+        missing = [name for name, ip in expect.items() if ip not in alive]
+        if not missing or time.monotonic() >= deadline:
+            break
+        time.sleep(2)
+
+    @ray.remote(num_cpus=0)
+    def where():
+        return socket.gethostname()
+
+    nodes, pending = {}, {}
+    for name, ip in sorted(expect.items()):
+        nodes[name] = {"ip": ip, "alive": ip in alive, "hostname": None}
+        if ip in alive:
+            pending[name] = where.options(resources={"sparkfleet-host-" + name: 0.001}).remote()
+    for name, ref in pending.items():
+        try:
+            nodes[name]["hostname"] = ray.get(ref, timeout=a.task_timeout)
+        except Exception as e:  # a node that cannot run a task is reported, not raised
+            nodes[name]["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+    extra = sorted(ip for ip in alive if ip not in set(expect.values()))
+    ok = all(n["alive"] and n["hostname"] for n in nodes.values())
+    print(json.dumps({"ok": ok, "ray_version": ray.__version__, "nodes": nodes, "unexpected": extra}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
