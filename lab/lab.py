@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sparkfleet embedded lab: simulated cluster nodes as systemd containers.
 
-    lab.py up      [--nodes N] [--name NAME] [--outsider]   build the image if needed, start nodes
+    lab.py up      [--nodes N] [--spare N] [--name NAME] [--outsider]   build the image if needed, start nodes
     lab.py down    [--name NAME]                            remove containers, networks, volumes, inventory
     lab.py status  [--name NAME]
 
@@ -172,7 +172,7 @@ def ensure_image(suite: str) -> str:
 
 
 # ---------------------------------------------------------------- plan
-def plan(name: str, nodes: int, outsider: bool) -> dict:
+def plan(name: str, nodes: int, outsider: bool, spare: int = 0) -> dict:
     mgmt = ipaddress.ip_network(os.environ.get("LAB_MGMT_CIDR", "10.77.0.0/24"))
     fabric = ipaddress.ip_network(os.environ.get("LAB_FABRIC_CIDR", "10.78.0.0/24"))
     if fabric.version != 4:
@@ -195,6 +195,15 @@ def plan(name: str, nodes: int, outsider: bool) -> dict:
             "mgmt_ip": str(mgmt.network_address + 10 + i),
             "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
             "dgx_release": i == nodes,
+        })
+    # Spare nodes: set up like cluster nodes, in the inventory's `spare` group only, for the day-2 tests
+    # (playbooks/add_node.yml moves one into the cluster).
+    for i in range(nodes + 1, nodes + spare + 1):
+        hosts.append({
+            "name": f"spark-{i:02d}", "index": i, "group": "spare",
+            "mgmt_ip": str(mgmt.network_address + 10 + i),
+            "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
+            "dgx_release": False,
         })
     if outsider:  # a machine on the management network that is not part of the cluster
         hosts.append({"name": "outsider", "index": 0, "group": "outside",
@@ -249,9 +258,9 @@ def ensure_key(name: str) -> Path:
     return key
 
 
-def up(name: str, nodes: int, outsider: bool, suite: str) -> None:
+def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0) -> None:
     STATE.mkdir(exist_ok=True)
-    p = plan(name, nodes, outsider)
+    p = plan(name, nodes, outsider, spare)
     ensure_engine()
     check_clashes(p)
     tag = ensure_image(suite)
@@ -355,10 +364,14 @@ def write_inventory(p: dict, key: Path) -> None:
         },
         "children": {"cluster": {"children": groups}},
     }}
-    outside = [h for h in p["hosts"] if h["group"] == "outside"]
-    if outside:
-        data["all"]["children"]["outside"] = {"hosts": {h["name"]: hostvars(h) for h in outside}}
-        data["all"]["vars"]["sparkfleet_extra_groups"] = ["outside"]
+    extra = []
+    for g in ("spare", "outside"):
+        members = [h for h in p["hosts"] if h["group"] == g]
+        if members:
+            data["all"]["children"][g] = {"hosts": {h["name"]: hostvars(h) for h in members}}
+            extra.append(g)
+    if extra:
+        data["all"]["vars"]["sparkfleet_extra_groups"] = extra
     (inv / "hosts.yml").write_text("# Written by lab/lab.py; do not edit (regenerated on `lab up`).\n"
                                    + json.dumps(data, indent=2) + "\n")
     (STATE / p["name"] / "plan.json").write_text(json.dumps(p, indent=2))
@@ -404,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("action", choices=["up", "down", "status"])
     ap.add_argument("--nodes", default=os.environ.get("LAB_NODES", "3"))
     ap.add_argument("--name", default=os.environ.get("LAB_NAME", "lab"))
+    ap.add_argument("--spare", default=os.environ.get("LAB_SPARE", "0"),
+                    help="extra nodes in the `spare` group (not in the cluster), for add_node tests")
     ap.add_argument("--outsider", action="store_true", help="also start a non-cluster host on the management network")
     ap.add_argument("--suite", default=os.environ.get("LAB_SUITE", "bookworm"))
     a = ap.parse_args(argv)
@@ -411,7 +426,10 @@ def main(argv: list[str] | None = None) -> int:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,20}", a.name):
             raise LabError(f"LAB_NAME={a.name!r}: use lower-case letters, digits and '-'")
         if a.action == "up":
-            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite)
+            spare = int(a.spare) if re.fullmatch(r"\d", str(a.spare).strip()) else -1
+            if not 0 <= spare <= 4 or parse_nodes(a.nodes) + spare > MAX_NODES:
+                raise LabError(f"LAB_SPARE={a.spare!r}: 0 to 4 spare nodes, at most {MAX_NODES} nodes in all")
+            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite, spare)
         elif a.action == "down":
             down(a.name)
         else:

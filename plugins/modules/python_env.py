@@ -35,7 +35,7 @@ options:
 EXAMPLES = r"""
 - name: The inference environment
   sparkfleet.cluster.python_env:
-    path: /opt/sparkfleet/venv
+    path: /opt/sparkfleet/inference
     lock: "{{ lookup('ansible.builtin.file', 'python-env.lock') }}"
     wheels: /var/cache/sparkfleet/wheels.tar
 """

@@ -65,11 +65,11 @@ def test_fleet_consistency_a_missing_package_differs_from_an_installed_one():
 
 
 def argv(nodes, gpus, **kw):
-    return " ".join(inference.vllm_argv("/opt/sparkfleet/venv/bin/vllm", "/models/llama-70b/current", "llama-70b",
+    return " ".join(inference.vllm_argv("/opt/sparkfleet/inference/bin/vllm", "/models/llama-70b/current", "llama-70b",
                                         "0.0.0.0", 8000, nodes, gpus, **kw))
 
 
-BASE = "/opt/sparkfleet/venv/bin/vllm serve /models/llama-70b/current --served-model-name llama-70b --host 0.0.0.0 --port 8000"
+BASE = "/opt/sparkfleet/inference/bin/vllm serve /models/llama-70b/current --served-model-name llama-70b --host 0.0.0.0 --port 8000"
 
 
 def test_vllm_command_line_for_one_two_and_eight_sparks():

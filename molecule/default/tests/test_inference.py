@@ -8,7 +8,7 @@ import re
 from labtools import INV, NODES, OUTSIDERS, addr, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
-VENV = "/opt/sparkfleet/venv"
+VENV = "/opt/sparkfleet/inference"
 # services.yml: what the firewall opens for Ray (and the ray role passes to `ray start`).
 HEAD_PORTS = {6379, 8265, 10001}
 NODE_PORTS = set(range(6380, 6386))
@@ -70,24 +70,44 @@ with cf.ThreadPoolExecutor(16) as ex:
 """
 
 
+HOLD = r"""
+import sys, time, ray
+ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+@ray.remote(num_cpus=0)
+class Hold:
+    def ping(self):
+        return 1
+actors = [Hold.options(resources={"sparkfleet-host-" + n: 0.001}).remote() for n in sys.argv[1:]]
+ray.get([a.ping.remote() for a in actors], timeout=60)
+print("ready", flush=True)
+time.sleep(80)
+"""
+
+
 def test_ray_ports_are_the_only_ones_open_between_nodes_and_closed_to_the_outsider():
     """The reachability matrix on Ray's real listeners: every port a Ray process listens on is probed from every
     other node and from a host outside the cluster. Declared ports (services.yml) are open between nodes on the
     fabric and management addresses; anything Ray opens beyond them (the dashboard's and autoscaler's own gRPC
     ports) is closed, and the outsider reaches none of them."""
-    # A task makes the workers start, so a worker port is listening too.
-    ray_check()
+    # An actor on every node (a driver held for a minute), so a worker port is listening on each one too.
+    ssh(CONTROL, "cat > /tmp/hold.py <<'EOF'\n" + HOLD + "\nEOF\n"
+                 f"rm -f /tmp/hold.out; nohup timeout 90 {VENV}/bin/python /tmp/hold.py {' '.join(NODES)} > /tmp/hold.out 2>&1 &")
+    ssh(CONTROL, "for i in $(seq 60); do grep -q ready /tmp/hold.out && exit 0; sleep 1; done; cat /tmp/hold.out; exit 1",
+        timeout=90)
     declared = {}
     targets = []
     for d in NODES:
         allowed = NODE_PORTS | set(WORKER_PORTS) | (HEAD_PORTS if d == CONTROL else set())
         ports = listening(d)
         assert {6380, 6381} <= set(ports), (d, ports)  # node manager, object manager
-        for port in ports:
+        for port, bound in ports.items():
             declared[port, d] = port in allowed
-            targets += [[ip, port, d] for ip in sorted({addr(d), data_ip(d)})]
+            # Sockets bound to one address (Ray's agents bind the node IP) are probed there only.
+            ips = sorted({addr(d), data_ip(d)}) if bound in ("0.0.0.0", "*", "[::]") else [bound]
+            targets += [[ip, port, d] for ip in ips]
     assert HEAD_PORTS <= {p for p, d in declared if d == CONTROL}
-    assert any(p in WORKER_PORTS for p, _ in declared), "no Ray worker listens in the worker port range"
+    for n in NODES:
+        assert any(p in WORKER_PORTS for p, d in declared if d == n), f"{n}: no Ray worker listens in the worker range"
     mismatches = []
     for src in NODES + OUTSIDERS:
         probe = [[ip, port] for ip, port, d in targets if d != src]
@@ -123,6 +143,9 @@ def test_fleet_consistency_names_a_node_with_a_planted_ray_version_and_python_en
     assert "2.60.0" in ssh(victim, f"{VENV}/bin/python -c 'import ray; print(ray.__version__)'").stdout
     res, data = ray_check(wait=120)  # its Ray worker restarted on the rebuilt environment and rejoined
     assert data["ok"], res.stdout + res.stderr
+    # Validation passes again (and the report the monitoring layer scrapes says so).
+    res = playbook("playbooks/validate.yml", timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:]
 
 
 def curl(path, host="127.0.0.1"):

@@ -1,7 +1,7 @@
 """The Ray cluster as the head sees it: every expected node alive, and a task placed on each node (by its
 sparkfleet-host-<name> resource) returning that node's host name. Prints JSON; exit 0 when everything passed.
 
-    <venv>/bin/python ray_check.py [--wait SECONDS] NAME=IP [NAME=IP ...]
+    <venv>/bin/python ray_check.py [--address HOST:PORT] [--wait SECONDS] NAME=IP [NAME=IP ...]
 """
 import argparse
 import json
@@ -16,11 +16,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wait", type=float, default=0, help="wait up to this long for every node to join")
     ap.add_argument("--task-timeout", type=float, default=60)
+    ap.add_argument("--address", default="auto", help="the head's GCS address")
     ap.add_argument("expect", nargs="+")
     a = ap.parse_args()
     expect = dict(e.split("=", 1) for e in a.expect)
-    ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
     deadline = time.monotonic() + a.wait
+    # Right after a (re)start the head's GCS is not up yet: connecting is retried until the deadline.
+    while True:
+        try:
+            ray.init(address=a.address, logging_level="ERROR", log_to_driver=False)
+            break
+        except (ConnectionError, RuntimeError) as e:
+            if time.monotonic() >= deadline:
+                print(json.dumps({"ok": False, "error": "no Ray cluster at %s: %s" % (a.address, str(e)[:200])}))
+                return 1
+            time.sleep(2)
     while True:
         alive = {n["NodeManagerAddress"]: n for n in ray.nodes() if n.get("Alive")}
         missing = [name for name, ip in expect.items() if ip not in alive]
