@@ -218,9 +218,22 @@ SCHEMA = {
     "sparkfleet_slurm_partitions": _e("list", elements="dict", elem_check=_partition,
                                       doc="Slurm partitions: [{name, nodes (inventory groups or 'ALL'), default, options}]",
                                       example="[{name: gpu, nodes: ALL, default: true}]"),
+    # Day 2 (usually given with -e).
+    "sparkfleet_only": _e("str", doc="run the layer playbooks on these hosts only (a host pattern; add_node.yml sets it)",
+                          example="spark-05"),
+    "sparkfleet_change": _e("str", _match(re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$"), "letters, digits, . _ -"),
+                            doc="name of a rolling change (playbooks/rolling_upgrade.yml keeps its state under it)",
+                            example="driver-580.95"),
+    "sparkfleet_canary": _e("str_or_int", _match(re.compile(r"^[A-Za-z0-9_.:&!\[\]-]+$"), "a number of nodes or a host pattern"),
+                            doc="the rolling change's first batch: a number of nodes, or a group or host",
+                            example="1"),
+    "sparkfleet_batch": _e("str_or_int", _match(re.compile(r"^[1-9][0-9]*$"), "a positive whole number"),
+                           doc="nodes per batch after the canary (rolling_upgrade.yml)", example="1"),
+    "sparkfleet_rolling_roles": _e("list", elements="str", doc="roles a rolling change applies per node",
+                                   example="[nvidia_driver, fabric_manager, container_runtime]"),
 }
 
-TYPE_NAMES = {"str": "a string", "int": "a whole number", "bool": "true or false", "list": "a list", "dict": "a mapping"}
+TYPE_NAMES = {"str_or_int": "a number or a name", "str": "a string", "int": "a whole number", "bool": "true or false", "list": "a list", "dict": "a mapping"}
 
 
 def type_of(value):
@@ -241,7 +254,7 @@ def type_of(value):
 
 def _type_problem(value, want):
     got = type_of(value)
-    if got == want:
+    if got == want or (want == "str_or_int" and got in ("str", "int")):
         return None
     if want == "list" and got == "str":
         return "is a string where a list is expected (write [%s])" % value

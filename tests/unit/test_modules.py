@@ -162,7 +162,7 @@ def test_rdma_facts_from_fake_sysfs(tmp_path):
 def test_ansible_doc_shows_every_module():
     doc = Path(sys.executable).parent / "ansible-doc"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    for m in ("ibstat_check", "nvlink_check", "gpu_facts", "rdma_facts", "nft_ruleset"):
+    for m in ("ibstat_check", "nvlink_check", "gpu_facts", "rdma_facts", "nft_ruleset", "slurm_node"):
         res = subprocess.run([str(doc), f"sparkfleet.cluster.{m}"], cwd=ROOT, env=env, text=True, capture_output=True)
         assert res.returncode == 0 and "OPTIONS" in res.stdout and "RETURN VALUES" in res.stdout, (m, res.stderr)
 
@@ -235,3 +235,65 @@ def test_slurm_check_nccl_all_reduce_through_slurm(tmp_path, gpus, floor, status
     assert checks["slurm_srun"]["status"] == "pass" and checks["slurm_mpi"]["status"] == "pass", r
     assert checks["nccl_all_reduce"]["status"] == status and words in checks["nccl_all_reduce"]["detail"], checks
     assert checks["nccl_all_reduce"]["target"] == "gb10_switch"
+
+
+def slurm_node_tools(bindir: Path, sinfo: str, squeue: str = ""):
+    """sinfo/scontrol/squeue/srun stand-ins over files: the node state (drain/resume update it), a reservation file
+    (create/delete), the jobs squeue lists; every scontrol and srun call is logged."""
+    bindir.mkdir(exist_ok=True)
+    (bindir / "state").write_text(sinfo)
+    (bindir / "jobs").write_text(squeue)
+    log = bindir / "calls.log"
+    scripts = {
+        "sinfo": 'while [ "$1" != "-n" ]; do shift; done; grep "^$2|" ' + f'"{bindir}/state"; true',
+        "squeue": f'cat "{bindir}/jobs"',
+        "srun": f'echo "srun $*" >> "{log}"; for n in $(echo "$*" | sed -n "s/.*--nodelist=\\([^ ]*\\).*/\\1/p" | tr , " "); '
+                'do echo $n; done',
+        "scontrol": f'echo "scontrol $*" >> "{log}"\n'
+                    'case "$1 $2" in\n'
+                    f'  "show reservation") [ -f "{bindir}/resv" ] && echo "ReservationName=$3 Nodes=x" || exit 1;;\n'
+                    f'  "create reservation") touch "{bindir}/resv";;\n'
+                    f'  "delete ReservationName="*) rm -f "{bindir}/resv";;\n'
+                    '  "update nodename="*) node=${2#nodename=}; st=${3#state=}\n'
+                    f'    if [ "$st" = resume ]; then sed -i "s#^$node|[^|]*|.*#$node|idle|none#" "{bindir}/state";\n'
+                    f'    else sed -i "s#^$node|[^|]*|.*#$node|drained|${{4#reason=}}#" "{bindir}/state"; fi;;\n'
+                    'esac',
+    }
+    for name, body in scripts.items():
+        (bindir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bindir / name).chmod(0o755)
+    return log
+
+
+def test_slurm_node_hold_job_and_release(tmp_path):
+    log = slurm_node_tools(tmp_path, "n4|idle|none\nn2|idle|none\n")
+    ok, r = run_module("slurm_node", {"node": "n4", "state": "held", "job_peer": "n2", "timeout": 10}, tmp_path)
+    assert not r.get("failed") and r["changed"] and r["job"]["status"] == "pass", r
+    calls = log.read_text()
+    assert "create reservation ReservationName=sparkfleet_n4 Nodes=n4 StartTime=now Duration=infinite Users=root " \
+           "Flags=MAINT,IGNORE_JOBS,FLEX" in calls
+    # The gate job runs inside the node's reservation, across it and the peer.
+    assert "--nodelist=n4,n2" in calls and "--reservation=sparkfleet_n4" in calls
+    ok, r = run_module("slurm_node", {"node": "n4", "state": "held", "timeout": 10}, tmp_path)
+    assert ok and not r["changed"]
+    ok, r = run_module("slurm_node", {"node": "n4", "state": "in_service", "timeout": 10}, tmp_path)
+    assert not r.get("failed") and r["changed"] and not (tmp_path / "resv").exists()
+
+
+def test_slurm_node_drain_waits_for_jobs_and_resumes_only_its_own_drains(tmp_path):
+    slurm_node_tools(tmp_path, "n1|idle|none\nn2|drained|disk swap\n", squeue="17 alice train\n")
+    ok, r = run_module("slurm_node", {"node": "n1", "state": "drained", "reason": "remove_node", "wait_s": 3, "timeout": 10}, tmp_path)
+    assert not ok and "1 job(s) still run there after 3 s: 17 alice train" in r["msg"] and "force=true" in r["msg"], r
+    assert "n1|drained|sparkfleet lifecycle: remove_node" in (tmp_path / "state").read_text()
+    ok, r = run_module("slurm_node", {"node": "n1", "state": "drained", "reason": "remove_node", "wait_s": 1, "force": True,
+                                      "timeout": 10}, tmp_path)
+    assert ok and not r["changed"] and r["jobs"] == ["17 alice train"]
+    ok, r = run_module("slurm_node", {"node": "n1", "state": "in_service", "timeout": 10}, tmp_path)
+    assert not r.get("failed") and r["changed"] and r["slurm_state"] == "idle"
+    # Somebody's drain is theirs to undo; an unknown node is an error unless missing_ok.
+    ok, r = run_module("slurm_node", {"node": "n2", "state": "in_service", "timeout": 10}, tmp_path)
+    assert ok and not r["changed"] and r["reason"] == "disk swap"
+    ok, r = run_module("slurm_node", {"node": "n9", "state": "drained", "timeout": 10}, tmp_path)
+    assert not ok and "does not know node n9" in r["msg"]
+    ok, r = run_module("slurm_node", {"node": "n9", "state": "drained", "missing_ok": True, "timeout": 10}, tmp_path)
+    assert ok and r["slurm_state"] == "absent"

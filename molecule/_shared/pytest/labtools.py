@@ -21,14 +21,17 @@ def load_inventory(path: Path = INVENTORY) -> dict:
     for grp, body in data["children"]["cluster"]["children"].items():
         for name, hv in body["hosts"].items():
             hosts[name] = dict(hv, group=grp)
-    for name, hv in data["children"].get("outside", {}).get("hosts", {}).items():
-        hosts[name] = dict(hv, group="outside")
+    for grp in ("outside", "spare"):
+        for name, hv in data["children"].get(grp, {}).get("hosts", {}).items():
+            hosts[name] = dict(hv, group=grp)
     return {"vars": data["vars"], "hosts": hosts}
 
 
 INV = load_inventory()
 KEY = INV["vars"]["ansible_ssh_private_key_file"]
-NODES = sorted(h for h, v in INV["hosts"].items() if v["group"] != "outside")
+NODES = sorted(h for h, v in INV["hosts"].items() if v["group"] not in ("outside", "spare"))
+# Spare nodes (lab --spare N): set up like cluster nodes, outside the cluster until a day-2 test adds them.
+SPARES = sorted(h for h, v in INV["hosts"].items() if v["group"] == "spare")
 OUTSIDERS = sorted(h for h, v in INV["hosts"].items() if v["group"] == "outside")
 SSH_OPTS = ["-i", KEY, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
             "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", "-o", "ControlMaster=auto",

@@ -1,0 +1,173 @@
+"""Day 2 on the converged lab, for real: a spare node added through the gate (first with a planted wrong MTU on its
+fabric link, then fixed), removed again, and a rolling change whose canary fails, then completes.
+
+These tests change the cluster's membership: conftest runs them after every other test, in this order, and the last
+one leaves the 3-node cluster as converged."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from labtools import INV, INVENTORY, NODES, PROJECT, SPARES, playbook, recap, ssh
+
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+COMPUTE = [h for h in NODES if INV["hosts"][h]["group"] == "compute"]
+REPORTS = PROJECT / "reports" / "lifecycle"
+# What the other nodes may change when a node joins or leaves: names, host keys, firewall sets, Slurm's node list,
+# Prometheus' scrape config. Everything else under these trees must stay byte for byte.
+SHARED = {"/etc/hosts", "/etc/ssh/ssh_known_hosts", "/etc/sparkfleet/firewall.nft", "/etc/sparkfleet/firewall.nft.applied",
+          "/etc/slurm/nodes.conf",
+          "/etc/sparkfleet/prometheus/prometheus.yml"}
+# The nodes' own target files on the monitoring node (each node writes its own).
+TARGETS = "/etc/sparkfleet/prometheus/targets/"
+TREES = "/etc /opt/sparkfleet /usr/local/lib/sparkfleet /usr/local/bin"
+
+pytestmark = pytest.mark.skipif(not SPARES, reason="the lab has no spare node (lab.py up --spare 1)")
+NEW = SPARES[0] if SPARES else ""
+
+
+def join_inventory(tmp: Path) -> Path:
+    """The lab's inventory plus the spare node in the compute group: what a user writes before add_node."""
+    extra = tmp / "join.yml"
+    extra.write_text(json.dumps({"all": {"children": {"cluster": {"children": {"compute": {"hosts": {NEW: {}}}}}}}}))
+    return extra
+
+
+def run(*args, extra: Path | None = None, timeout=1500):
+    inv = ["-i", str(extra)] if extra else []
+    return playbook(*inv, *args, timeout=timeout)
+
+
+def digests(h):
+    out = ssh(h, f"find {TREES} -xdev -type f -print0 2>/dev/null | xargs -0 sha256sum", timeout=120).stdout
+    return dict(reversed(line.split("  ", 1)) for line in out.splitlines())
+
+
+def changed_files(before, after):
+    return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+
+
+def host_veth(node, iface):
+    """The lab host's end of a node's fabric link (the container's iflink is its ifindex on the host)."""
+    idx = ssh(node, f"cat /sys/class/net/{iface}/iflink").stdout.strip()
+    line = next(ln for ln in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout.splitlines()
+                if ln.startswith(f"{idx}:"))
+    return line.split(":")[1].strip().split("@")[0]
+
+
+def sinfo(node):
+    return ssh(CONTROL, f"sinfo -h -N -n {node} -o '%T|%E'", check=False).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("lifecycle")
+    return {"extra": join_inventory(tmp), "before": {h: digests(h) for h in NODES}}
+
+
+def test_add_node_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
+    iface = INV["vars"]["sparkfleet_fabric_interfaces"][0]
+    veth = host_veth(NEW, iface)
+    subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "1500"], check=True)
+    try:
+        res = run("playbooks/add_node.yml", "-e", f"node={NEW}", extra=state["extra"])
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "9000"], check=True)
+    assert res.returncode != 0 and f"{NEW} did not pass the gate" in res.stdout, res.stdout[-3000:]
+    verdict = json.loads((REPORTS / f"add_node-{NEW}.json").read_text())
+    assert not verdict["passed"]
+    # The report names the defect: the full-MTU pings to the node's first fabric name fail, from it and towards it.
+    mtu = [f for f in verdict["failures"] if "fabric_mtu" in f]
+    assert mtu and any(f.startswith(f"{NEW}:") for f in mtu) and any(not f.startswith(f"{NEW}:") for f in mtu), verdict
+    assert "PASSED" not in (REPORTS / f"add_node-{NEW}.md").read_text()
+    # It stays out of the scheduler: drained with the gate's reason; jobs without its reservation never land there.
+    st = sinfo(NEW)
+    assert st.split("|")[0].startswith("drain") and "sparkfleet lifecycle: add_node gate:" in st and "fabric_mtu" in st, st
+    job = ssh(CONTROL, f"timeout 30 srun --immediate=10 -w {NEW} -N1 hostname", check=False)
+    assert job.returncode != 0, job.stdout
+
+
+def test_add_node_passes_the_gate_runs_a_job_and_changes_only_the_shared_files(state):
+    res = run("playbooks/add_node.yml", "-e", f"node={NEW}", extra=state["extra"])
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert f"{NEW} passed the gate" in res.stdout
+    verdict = json.loads((REPORTS / f"add_node-{NEW}.json").read_text())
+    assert verdict["passed"] and verdict["failures"] == [] and verdict["job"]["status"] == "pass", verdict
+    assert sinfo(NEW).split("|")[0] == "idle", sinfo(NEW)
+    job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE) + 1} -w {','.join(COMPUTE + [NEW])} hostname -s",
+              timeout=90).stdout.split()
+    assert sorted(job) == sorted(COMPUTE + [NEW])
+    for h in NODES:
+        changed = changed_files(state["before"][h], digests(h))
+        assert {p for p in changed if not p.startswith(TARGETS)} <= SHARED, (h, sorted(changed - SHARED))
+        assert "/etc/hosts" in changed and "/etc/slurm/nodes.conf" in changed, (h, changed)
+        assert NEW in ssh(h, "cat /etc/hosts /etc/slurm/nodes.conf").stdout
+    # Prometheus scrapes it.
+    assert f'host: "{NEW}"' in ssh(CONTROL, "cat /etc/sparkfleet/prometheus/prometheus.yml").stdout
+
+
+def test_remove_node_forgets_it_everywhere_and_jobs_still_run(state):
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert all(r["failed"] == 0 for r in recap(res.stdout).values())
+    addrs = [INV["hosts"][NEW]["ansible_host"], *INV["hosts"][NEW]["sparkfleet_fabric_ips"]]
+    for h in NODES:
+        text = ssh(h, "cat /etc/hosts /etc/ssh/ssh_known_hosts /etc/slurm/nodes.conf; nft list table inet sparkfleet").stdout
+        assert NEW not in text and not any(a in text for a in addrs), h
+        # Back to the converged state: only the shared files differ from it, and not even those.
+        assert changed_files(state["before"][h], digests(h)) == set(), h
+    assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
+    # Its membership stopped (Ray's worker exits non-zero on SIGTERM: "failed" is stopped too).
+    states = ssh(NEW, "systemctl is-active slurmd sparkfleet-ray", check=False).stdout.split()
+    assert len(states) == 2 and "active" not in states, states
+    job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE)} hostname -s", timeout=90).stdout.split()
+    assert sorted(job) == sorted(COMPUTE)
+    # A node still in the cluster groups is refused before anything changes.
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=state["extra"])
+    assert res.returncode != 0 and "is still in the cluster groups" in res.stdout
+
+
+def test_rolling_change_stops_at_a_failing_canary_then_completes():
+    canary = COMPUTE[0]
+    change = ["-e", "sparkfleet_change=lab-makestep", "-e", f"sparkfleet_canary={canary}",
+              "-e", '{"sparkfleet_rolling_roles": ["chrony"]}', "-e", "chrony_makestep='0.5 3'"]
+    folder = REPORTS / "rolling-lab-makestep"
+    for f in folder.glob("*.json"):
+        f.unlink()
+    # Masked and stopped: the chrony role cannot start it.
+    ssh(canary, "systemctl mask --now chrony")
+    try:
+        res = run("playbooks/rolling_upgrade.yml", *change)
+    finally:
+        ssh(canary, "systemctl unmask chrony && systemctl start chrony")
+    assert res.returncode != 0, res.stdout[-3000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["done"] == [] and list(summary["failed"]) == [canary], summary
+    assert "chrony" in summary["failed"][canary]
+    others = [h for h in NODES if h != canary]
+    for h in others:
+        # Untouched: the old setting, never drained.
+        assert "makestep 1.0 3" in ssh(h, "cat /etc/chrony/conf.d/*.conf /etc/chrony/chrony.conf 2>/dev/null").stdout, h
+        assert not (folder / f"{h}.json").exists()
+        if h in COMPUTE:
+            assert not sinfo(h).startswith("drain"), sinfo(h)
+    assert sinfo(canary).startswith("drain") and "rolling lab-makestep" in sinfo(canary)
+
+    res = run("playbooks/rolling_upgrade.yml", *change)
+    assert res.returncode == 0, res.stdout[-4000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert sorted(summary["done"]) == sorted(NODES) and summary["failed"] == {}, summary
+    for h in NODES:
+        assert "makestep 0.5 3" in ssh(h, "cat /etc/chrony/conf.d/*.conf /etc/chrony/chrony.conf 2>/dev/null").stdout, h
+        if h in COMPUTE:
+            assert sinfo(h).split("|")[0] in ("idle", "mixed", "allocated"), sinfo(h)
+    # Re-running the finished change touches nothing; putting the code's value back is a change like any other.
+    res = run("playbooks/rolling_upgrade.yml", *change)
+    assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values() if r), res.stdout[-2000:]
+    res = run("playbooks/rolling_upgrade.yml", "-e", "sparkfleet_change=lab-makestep-back", "-e", "sparkfleet_batch=2",
+              "-e", '{"sparkfleet_rolling_roles": ["chrony"]}')
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert INVENTORY.exists()
