@@ -2,6 +2,19 @@
 from __future__ import annotations
 
 import re
+import subprocess
+
+
+def run(argv, timeout):
+    """(rc, stdout, stderr) of a Slurm command; a timeout is rc 124 and a missing tool rc 127, never an exception."""
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return res.returncode, res.stdout, res.stderr
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout}s"
+    except OSError as exc:
+        return 127, "", str(exc)
+
 
 # Node states a job can land on (Slurm appends * for not responding, ~ for powered off, and so on).
 USABLE_STATES = {"idle", "mixed", "mix", "allocated", "alloc", "completing", "comp"}

@@ -284,8 +284,11 @@ class Checker:
         out = {"python": None, "ray": None, "vllm": None, "torch": None, "nccl": None}
         if python and os.access(python, os.X_OK):
             rc, stdout, _ = self.run([python, "-c", _VERSIONS], timeout=30)
-            if rc == 0:
-                out.update(json.loads(stdout))
+            # Anything but its one JSON line (a venv being rebuilt, a killed probe) leaves the versions unknown.
+            try:
+                out.update(json.loads(stdout) if rc == 0 else {})
+            except ValueError:
+                pass
         if not out["nccl"]:
             rc, stdout, _ = self.run(["dpkg-query", "-W", "-f", "${Version}", "libnccl2"])
             out["nccl"] = stdout.strip().split("+")[0] or None if rc == 0 else None

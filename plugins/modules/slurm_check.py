@@ -91,25 +91,16 @@ resumed:
   elements: str
 """
 
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
 
+run = slurm.run
+
 MPI_PROGRAM = ("from mpi4py import MPI; c = MPI.COMM_WORLD; "
                "print('mpi', c.Get_rank(), c.Get_size(), c.allreduce(c.Get_rank() + 1), MPI.Get_processor_name(), flush=True)")
-
-
-def run(argv, timeout):
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        return res.returncode, res.stdout, res.stderr
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout}s"
-    except OSError as exc:
-        return 127, "", str(exc)
 
 
 def check(name, target, status, detail):

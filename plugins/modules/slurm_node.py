@@ -32,22 +32,13 @@ job: {description: "The gate job: {status, detail}.", type: dict, returned: when
 """
 
 import shlex
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import slurm
 
-
-def run(argv, timeout):
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        return res.returncode, res.stdout, res.stderr
-    except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout}s"
-    except OSError as exc:
-        return 127, "", str(exc)
+run = slurm.run
 
 
 def node_state(module, node):

@@ -1,5 +1,6 @@
-"""Day 2 on the converged lab, for real: a spare node added through the gate (first with a planted wrong MTU on its
-fabric link, then fixed), removed again, and a rolling change whose canary fails, then completes.
+"""Day 2 on the converged lab, for real: a spare node added through the gate, removed again (also as a dead node),
+added back with a planted wrong MTU on its fabric link (the gate fails, it stays out), and a rolling change whose
+canary fails, then completes.
 
 These tests change the cluster's membership: conftest runs them after every other test, in this order, and the last
 one leaves the 3-node cluster as converged."""
@@ -68,28 +69,6 @@ def state(tmp_path_factory):
     return {"extra": join_inventory(tmp), "before": {h: digests(h) for h in NODES}}
 
 
-def test_add_node_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
-    iface = INV["vars"]["sparkfleet_fabric_interfaces"][0]
-    veth = host_veth(NEW, iface)
-    subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "1500"], check=True)
-    try:
-        res = run("playbooks/add_node.yml", "-e", f"node={NEW}", extra=state["extra"])
-    finally:
-        subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "9000"], check=True)
-    assert res.returncode != 0 and f"{NEW} did not pass the gate" in res.stdout, res.stdout[-3000:]
-    verdict = json.loads((REPORTS / f"add_node-{NEW}.json").read_text())
-    assert not verdict["passed"]
-    # The report names the defect: the full-MTU pings to the node's first fabric name fail, from it and towards it.
-    mtu = [f for f in verdict["failures"] if "fabric_mtu" in f]
-    assert mtu and any(f.startswith(f"{NEW}:") for f in mtu) and any(not f.startswith(f"{NEW}:") for f in mtu), verdict
-    assert "PASSED" not in (REPORTS / f"add_node-{NEW}.md").read_text()
-    # It stays out of the scheduler: drained with the gate's reason; jobs without its reservation never land there.
-    st = sinfo(NEW)
-    assert st.split("|")[0].startswith("drain") and "sparkfleet lifecycle: add_node gate:" in st and "fabric_mtu" in st, st
-    job = ssh(CONTROL, f"timeout 30 srun --immediate=10 -w {NEW} -N1 hostname", check=False)
-    assert job.returncode != 0, job.stdout
-
-
 def test_add_node_passes_the_gate_runs_a_job_and_changes_only_the_shared_files(state):
     res = run("playbooks/add_node.yml", "-e", f"node={NEW}", extra=state["extra"])
     assert res.returncode == 0, res.stdout[-4000:]
@@ -125,9 +104,49 @@ def test_remove_node_forgets_it_everywhere_and_jobs_still_run(state):
     assert len(states) == 2 and "active" not in states, states
     job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE)} hostname -s", timeout=90).stdout.split()
     assert sorted(job) == sorted(COMPUTE)
+    # A dead node is removed all the same: the others forget it and the report says it was not reached. (A stand-in for
+    # ssh that exits 255 makes it unreachable.)
+    dead = state["extra"].parent / "dead"
+    dead.mkdir(exist_ok=True)
+    (dead / "ssh").write_text("#!/bin/sh\nexit 255\n")
+    (dead / "ssh").chmod(0o755)
+    (dead / "dead.yml").write_text(json.dumps({"all": {"children": {"spare": {"hosts": {NEW: {"ansible_ssh_executable": str(dead / "ssh")}}}}}}))
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=dead / "dead.yml")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())["node_reached"] is False
     # A node still in the cluster groups is refused before anything changes.
     res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=state["extra"])
     assert res.returncode != 0 and "is still in the cluster groups" in res.stdout
+
+
+def test_a_node_back_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
+    """The removed node comes back (say from a repair) with a link that passes only 1500-byte frames. Its fabric
+    configuration is already there (the layer changes nothing, so its own full-MTU confirmation does not run): the
+    gate must catch it. (On a fresh node the fabric layer's confirmation itself fails and rolls back, and add_node
+    stops before the other nodes are told.)"""
+    iface = INV["vars"]["sparkfleet_fabric_interfaces"][0]
+    veth = host_veth(NEW, iface)
+    subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "1500"], check=True)
+    try:
+        res = run("playbooks/add_node.yml", "-e", f"node={NEW}", extra=state["extra"])
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "9000"], check=True)
+    assert res.returncode != 0 and f"{NEW} did not pass the gate" in res.stdout, res.stdout[-3000:]
+    verdict = json.loads((REPORTS / f"add_node-{NEW}.json").read_text())
+    assert not verdict["passed"]
+    # The report names the defect: the full-MTU pings to the node's first fabric name fail, from it and towards it.
+    mtu = [f for f in verdict["failures"] if "fabric_mtu" in f]
+    assert mtu and any(f.startswith(f"{NEW}:") for f in mtu) and any(not f.startswith(f"{NEW}:") for f in mtu), verdict
+    assert "PASSED" not in (REPORTS / f"add_node-{NEW}.md").read_text()
+    # It stays out of the scheduler: drained with the gate's reason; jobs without its reservation never land there.
+    st = sinfo(NEW)
+    assert st.split("|")[0].startswith("drain") and "sparkfleet lifecycle: add_node gate:" in st and "fabric_mtu" in st, st
+    job = ssh(CONTROL, f"timeout 30 srun --immediate=10 -w {NEW} -N1 hostname", check=False)
+    assert job.returncode != 0, job.stdout
+    # Out again: the cluster is back to its 3 nodes.
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
 
 
 def test_rolling_change_stops_at_a_failing_canary_then_completes():
