@@ -138,7 +138,8 @@ def main():
                 must(module, ["scontrol", "update", f"nodename={node}", "state=resume"])
 
     if p["job_peer"] and not module.check_mode:
-        held = p["state"] == "held" and reservation_exists(module, resv)
+        # After the held branch the reservation exists (made above or found there): no second lookup.
+        held = p["state"] == "held"
         # Right after slurmd (re)starts the node reads "not responding" until slurmctld's ping: bounded wait.
         deadline = time.monotonic() + p["timeout"]
         while True:
