@@ -135,10 +135,10 @@ def allowed(src, dst, port, proto):
         return True  # management network (the outsider sits on it) and nodes
     if port == 9100:
         return True  # node_exporter: whole management network
-    if port in (50500, 10250):
-        return node  # NCCL range, kubelet: cluster nodes only
-    if port == 6443:
-        return node and dst == CONTROL  # API server only on the control node
+    if port == 50500:
+        return node  # NCCL range: cluster nodes only
+    if port in (6443, 10250):
+        return False  # API server, kubelet: declared for sparkfleet_scheduler kubernetes only (this lab runs Slurm)
     return False  # unlisted
 
 
