@@ -15,7 +15,11 @@ on the last node (DGX OS detection).
 
 Environment: LAB_NODES (default 3), LAB_NAME (default "lab"), LAB_MGMT_CIDR, LAB_FABRIC_CIDR,
 LAB_FABRIC2_CIDR (default: the fabric's second octet + 10),
-LAB_SUITE (bookworm), LAB_MIRROR (default: this machine's Debian mirror).
+LAB_SUITE (bookworm), LAB_MIRROR (default: this machine's Debian mirror),
+LAB_ARCH: amd64 (default), arm64 (every node arm64, like DGX Spark) or mixed (the last compute node arm64).
+arm64 nodes run through qemu-user-static registered in binfmt_misc with the fix-binary flag (installed and
+registered here when missing); their image is built with `mmdebstrap --architectures=arm64`. Emulated nodes are
+several times slower: keep them few.
 Only the standard library: it runs before the project venv exists.
 """
 
@@ -144,35 +148,62 @@ def host_mirrors() -> tuple[str, str]:
     return main, (sec or main + "-security").rstrip("/")
 
 
-def image_tag(suite: str) -> str:
+def image_tag(suite: str, arch: str = "amd64") -> str:
     files = [(LAB_DIR / f).read_text() for f in ("node-init.sh", "sparkfleet-lab-init.service")]
     recipe = json.dumps([suite, PACKAGES, IMAGE_HOOKS, files])
-    return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}"
+    # The amd64 tag keeps its old name, so an existing image stays valid.
+    suffix = "" if arch == "amd64" else f"-{arch}"
+    return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}{suffix}"
 
 
-def ensure_image(suite: str) -> str:
-    tag = image_tag(suite)
+BINFMT = Path("/proc/sys/fs/binfmt_misc")
+
+
+def ensure_emulation(arch: str) -> None:
+    """qemu-user for ARCH in binfmt_misc with the F flag: the kernel keeps the interpreter open, so containers
+    (which do not have /usr/bin/qemu-*-static in their root) can run ARCH binaries."""
+    qemu = {"arm64": "aarch64"}[arch]
+    entry = BINFMT / f"qemu-{qemu}"
+    if not (BINFMT / "register").exists():
+        run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT)], check=False)
+    if not shutil.which(f"qemu-{qemu}-static") or not shutil.which("update-binfmts"):
+        apt_install(["qemu-user-static", "binfmt-support"])
+    if not entry.exists():
+        run(["update-binfmts", "--enable", f"qemu-{qemu}"], check=False)
+    text = entry.read_text() if entry.exists() else ""
+    if "enabled" not in text or not re.search(r"^flags:.*F", text, re.M):
+        raise LabError(f"{entry}: qemu-{qemu} is not registered with the fix-binary (F) flag; "
+                       f"`apt-get install qemu-user-static binfmt-support` registers it")
+
+
+def ensure_image(suite: str, arch: str = "amd64") -> str:
+    tag = image_tag(suite, arch)
+    if arch != "amd64":
+        ensure_emulation(arch)
     if docker("image", "inspect", tag, check=False).returncode == 0:
         return tag
     if not shutil.which("mmdebstrap"):
         apt_install(["mmdebstrap"])
     main, sec = host_mirrors()
-    log(f"building node image {tag} (mmdebstrap {suite}, about a minute)")
+    log(f"building node image {tag} (mmdebstrap {suite} {arch}, "
+        f"{'about a minute' if arch == 'amd64' else 'several minutes: package scripts run emulated'})")
     with tempfile.TemporaryDirectory() as tmp:
         tar = Path(tmp) / "rootfs.tar"
-        cmd = ["mmdebstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), "--skip=cleanup/apt",
+        cmd = ["mmdebstrap", "--variant=minbase", f"--architectures={arch}", "--include=" + ",".join(PACKAGES),
+               "--skip=cleanup/apt",
                *[f"--customize-hook={h}" for h in IMAGE_HOOKS], suite, str(tar),
                f"deb {main} {suite} main", f"deb {main} {suite}-updates main", f"deb {sec} {suite}-security main"]
         res = subprocess.run(cmd, text=True, capture_output=True, env=dict(os.environ, LAB_DIR=str(LAB_DIR)))
         if res.returncode != 0:
             tail = "\n".join((res.stderr or "").strip().splitlines()[-15:])
             raise LabError(f"mmdebstrap failed:\n{tail}")
+        # No --platform: this Docker records amd64 anyway and `run --platform` would then ask a registry.
         docker("import", "-c", 'CMD ["/sbin/init"]', "-c", "ENV container=docker", str(tar), tag)
     return tag
 
 
 # ---------------------------------------------------------------- plan
-def plan(name: str, nodes: int, outsider: bool, spare: int = 0) -> dict:
+def plan(name: str, nodes: int, outsider: bool, spare: int = 0, arch: str = "amd64") -> dict:
     mgmt = ipaddress.ip_network(os.environ.get("LAB_MGMT_CIDR", "10.77.0.0/24"))
     fabric = ipaddress.ip_network(os.environ.get("LAB_FABRIC_CIDR", "10.78.0.0/24"))
     if fabric.version != 4:
@@ -195,6 +226,7 @@ def plan(name: str, nodes: int, outsider: bool, spare: int = 0) -> dict:
             "mgmt_ip": str(mgmt.network_address + 10 + i),
             "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
             "dgx_release": i == nodes,
+            "arch": "arm64" if arch == "arm64" or (arch == "mixed" and i == nodes) else "amd64",
         })
     # Spare nodes: set up like cluster nodes, in the inventory's `spare` group only, for the day-2 tests
     # (playbooks/add_node.yml moves one into the cluster).
@@ -203,11 +235,12 @@ def plan(name: str, nodes: int, outsider: bool, spare: int = 0) -> dict:
             "name": f"spark-{i:02d}", "index": i, "group": "spare",
             "mgmt_ip": str(mgmt.network_address + 10 + i),
             "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
-            "dgx_release": False,
+            "dgx_release": False, "arch": "arm64" if arch == "arm64" else "amd64",
         })
     if outsider:  # a machine on the management network that is not part of the cluster
         hosts.append({"name": "outsider", "index": 0, "group": "outside",
-                      "mgmt_ip": str(mgmt.network_address + 200), "fabric_ips": [], "dgx_release": False})
+                      "mgmt_ip": str(mgmt.network_address + 200), "fabric_ips": [], "dgx_release": False,
+                      "arch": "amd64"})
     return {"name": name, "mgmt": str(mgmt), "fabrics": fabrics, "mgmt_gw": str(mgmt.network_address + 1),
             "fabric_gws": [str(ipaddress.ip_network(f).network_address + 1) for f in fabrics], "hosts": hosts}
 
@@ -258,12 +291,12 @@ def ensure_key(name: str) -> Path:
     return key
 
 
-def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0) -> None:
+def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: str = "amd64") -> None:
     STATE.mkdir(exist_ok=True)
-    p = plan(name, nodes, outsider, spare)
+    p = plan(name, nodes, outsider, spare, arch)
     ensure_engine()
     check_clashes(p)
-    tag = ensure_image(suite)
+    tags = {a: ensure_image(suite, a) for a in sorted({h["arch"] for h in p["hosts"]})}
     key = ensure_key(name)
     pub = key.with_suffix(".pub").read_text().strip()
     pre = prefix(name)
@@ -278,7 +311,7 @@ def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0) -> Non
             if c not in wanted:
                 docker("rm", "-f", "-v", c)
         for h in p["hosts"]:
-            start_node(p, h, tag, pub)
+            start_node(p, h, tags[h["arch"]], pub)
         wait_ready(p, key)
     except (LabError, KeyboardInterrupt):
         log("start failed: removing what was created")
@@ -421,15 +454,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra nodes in the `spare` group (not in the cluster), for add_node tests")
     ap.add_argument("--outsider", action="store_true", help="also start a non-cluster host on the management network")
     ap.add_argument("--suite", default=os.environ.get("LAB_SUITE", "bookworm"))
+    ap.add_argument("--arch", default=os.environ.get("LAB_ARCH", "amd64"),
+                    help="amd64, arm64 (every node) or mixed (the last compute node arm64)")
     a = ap.parse_args(argv)
     try:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,20}", a.name):
             raise LabError(f"LAB_NAME={a.name!r}: use lower-case letters, digits and '-'")
+        if a.action == "up" and a.arch not in ("amd64", "arm64", "mixed"):
+            raise LabError(f"LAB_ARCH={a.arch!r}: use amd64, arm64 or mixed")
         if a.action == "up":
             spare = int(a.spare) if re.fullmatch(r"\d", str(a.spare).strip()) else -1
             if not 0 <= spare <= 4 or parse_nodes(a.nodes) + spare > MAX_NODES:
                 raise LabError(f"LAB_SPARE={a.spare!r}: 0 to 4 spare nodes, at most {MAX_NODES} nodes in all")
-            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite, spare)
+            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite, spare, a.arch)
         elif a.action == "down":
             down(a.name)
         else:

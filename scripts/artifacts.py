@@ -44,8 +44,10 @@ def fetch(name: str, spec: dict) -> Path:
         elif spec["source"] == "pypi":
             req = Path(tmp) / "req.txt"
             req.write_text(f"{spec['package']} --hash=sha256:{spec['wheel_sha256']}\n")
+            # The wheel of the pinned platform, whatever this controller's CPU (a Spark's arm64 build on x86_64).
+            platform = ["--platform", spec["platform"]] if spec.get("platform") else []
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
-                            "--only-binary=:all:", "-r", str(req), "-d", tmp], check=True,
+                            "--only-binary=:all:", *platform, "-r", str(req), "-d", tmp], check=True,
                            stderr=subprocess.DEVNULL if not os.environ.get("VERBOSE") else None)
             wheel = next(Path(tmp).glob("*.whl"))
             got = Path(tmp) / spec["file"]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Install what sparkfleet needs on this (controller) machine: host packages and the project venv.
+# qemu-user-static runs DGX Spark's arm64 binaries here (the pinned arm64 builds are tested, arm64 lab nodes run).
 # Idempotent and quick when everything is there. Debian/Ubuntu; run as root for the packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in docker:docker.io dockerd:docker.io mmdebstrap:mmdebstrap ssh:openssh-client ip:iproute2 make:make rclone:rclone; do
+for pair in docker:docker.io dockerd:docker.io mmdebstrap:mmdebstrap ssh:openssh-client ip:iproute2 make:make rclone:rclone \
+    qemu-aarch64-static:qemu-user-static update-binfmts:binfmt-support; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)

@@ -43,3 +43,38 @@ def test_a_wheel_that_is_not_the_pinned_one_is_refused(tmp_path):
     assert r.returncode != 0
     assert "DO NOT MATCH THE HASHES" in r.stdout + r.stderr
     assert not (tmp_path / "out" / "netaddr-1.3.0-py3-none-any.whl").exists()
+
+
+def test_every_module_the_roles_call_is_in_the_bundle():
+    """The node-side drift check loads every task file, skipped tasks included: a module from a collection
+    the bundle does not vendor fails its whole run ("couldn't resolve module/action")."""
+    import yaml
+
+    from sparkfleet_tools.bundle import COLLECTIONS, ROOT
+
+    shipped = {"ansible.builtin", "sparkfleet.cluster"} | {c.replace("/", ".") for c in COLLECTIONS}
+    keys = {"name", "when", "loop", "register", "tags", "vars", "block", "rescue", "always", "notify", "listen",
+            "become", "delegate_to", "run_once", "changed_when", "failed_when", "check_mode", "no_log", "until",
+            "retries", "delay", "environment", "loop_control", "ignore_errors", "args", "diff", "throttle",
+            "any_errors_fatal", "delegate_facts", "become_user", "timeout", "ignore_unreachable", "module_defaults"}
+    found: dict[str, str] = {}
+
+    def walk(tasks, where):
+        for t in tasks or []:
+            if not isinstance(t, dict):
+                continue
+            for part in ("block", "rescue", "always"):
+                walk(t.get(part), where)
+            for k in set(t) - keys:
+                if k.count(".") == 2:
+                    found.setdefault(k, where)
+    files = [*ROOT.glob("roles/*/tasks/*.yml"), *ROOT.glob("roles/*/handlers/*.yml")]
+    for f in files:
+        walk(yaml.safe_load(f.read_text()), str(f.relative_to(ROOT)))
+    for f in [ROOT / "site.yml", *ROOT.glob("playbooks/*.yml")]:
+        for play in yaml.safe_load(f.read_text()) or []:
+            for part in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                walk(play.get(part), str(f.relative_to(ROOT)))
+    assert len(found) > 20, found
+    missing = {m: w for m, w in found.items() if m.rsplit(".", 1)[0] not in shipped}
+    assert not missing, f"modules from collections the drift bundle lacks ({sorted(shipped)}): {missing}"

@@ -110,7 +110,9 @@ PREFLIGHT_PLAYBOOK = """
 
 @pytest.mark.parametrize("arch,extra,expected", [
     ("x86_64", {}, []),
-    ("aarch64", {}, ["spark-01: the object store's server binary (seaweedfs) has no pinned build for aarch64 "
+    ("aarch64", {}, []),  # linux-arm64 is pinned (DGX Spark)
+    ("aarch64", {"object_store_binary_sha256": {"seaweedfs-x86_64": "a" * 64}},
+                    ["spark-01: the object store's server binary (seaweedfs) has no pinned build for aarch64 "
                      "(pinned: x86_64): set object_store_binary_url (a linux-arm64 build or a mirror of it) and "
                      "object_store_binary_sha256: {seaweedfs-aarch64: <its sha256>}"]),
     ("aarch64", {"object_store_binary_sha256": {"seaweedfs-aarch64": "a" * 64}}, []),

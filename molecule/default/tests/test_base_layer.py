@@ -77,7 +77,13 @@ LISTEN = r"""
 import socket, threading, sys, time
 ports = [int(p) for p in sys.argv[1].split(',')]
 def tcp(p):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', p)); s.listen(64)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(('0.0.0.0', p))
+    except OSError as e:
+        print(f'bind tcp/{p}: {e}', flush=True)  # a busy port reads as "closed" to the probe: say why
+        return
+    s.listen(64)
     s.settimeout(1)
     end = time.time() + 60
     while time.time() < end:
@@ -110,7 +116,10 @@ def probe(t):
 with cf.ThreadPoolExecutor(32) as ex:
     print(json.dumps([[*t, ok] for t, ok in zip(targets, ex.map(probe, targets))]))
 """
-TCP_PORTS = [22, 50500, 6443, 10250, 9100, 12345]
+# NCCL_PORT is a port of the narrowed ephemeral range (50000-51000) that no socket on any node holds at test time:
+# a fixed one can be the source port of a node's own outgoing connection, and then nothing can listen on it.
+NCCL_PORT = 50500
+TCP_PORTS = [22, NCCL_PORT, 6443, 10250, 9100, 12345]
 # Ports published by containers (docker run -p) on one compute node: undeclared, and vLLM's declared 8000.
 PUBLISHED_UNDECLARED, PUBLISHED_DECLARED = 18080, 8000
 WEB = NODES[-1]
@@ -135,18 +144,28 @@ def allowed(src, dst, port, proto):
         return True  # management network (the outsider sits on it) and nodes
     if port == 9100:
         return True  # node_exporter: whole management network
-    if port == 50500:
+    if port == NCCL_PORT:
         return node  # NCCL range: cluster nodes only
     if port in (6443, 10250):
         return False  # API server, kubelet: declared for sparkfleet_scheduler kubernetes only (this lab runs Slurm)
     return False  # unlisted
 
 
+def free_nccl_port():
+    busy = set()
+    for n in NODES:
+        out = ssh(n, "ss -Htanu | awk '{print $5}'").stdout.split()
+        busy |= {int(a.rsplit(':', 1)[1]) for a in out if a.rsplit(':', 1)[-1].isdigit()}
+    return next(p for p in range(50500, 51000) if p not in busy)
+
+
 def test_firewall_matrix_matches_policy():
+    global NCCL_PORT
+    NCCL_PORT = TCP_PORTS[1] = free_nccl_port()
     for n in NODES:
         ssh(n, "cat > /tmp/listen.py <<'EOF'\n" + LISTEN + "\nEOF\n"
                f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:])} "
-               f"{'4791,123' if n == CONTROL else '4791'} >/dev/null 2>&1 &")
+               f"{'4791,123' if n == CONTROL else '4791'} >/tmp/listen.log 2>&1 &")
     ssh(WEB, PUBLISH, timeout=120)
     import time
     time.sleep(1.5)
@@ -156,7 +175,7 @@ def test_firewall_matrix_matches_policy():
         targets += [[addr(d), 123, "udp"] for d in NODES]
         targets += [[addr(WEB), PUBLISHED_UNDECLARED, "tcp"], [addr(WEB), PUBLISHED_DECLARED, "tcp"]]
         if src in NODES:  # NCCL over the fabric too
-            targets += [[fabric_ip(d, i), 50500, "tcp"] for d in NODES if d != src for i in (0, 1)]
+            targets += [[fabric_ip(d, i), NCCL_PORT, "tcp"] for d in NODES if d != src for i in (0, 1)]
         ip2host = {addr(d): d for d in NODES} | {fabric_ip(d, i): d for d in NODES for i in (0, 1)}
         res = ssh(src, "cat > /tmp/probe.py <<'EOF'\n" + PROBE + "\nEOF\n"
                        f"python3 /tmp/probe.py '{json.dumps(targets)}'", timeout=120)
@@ -179,7 +198,8 @@ def test_firewall_matrix_matches_policy():
     admin = {p: reach(p) for p in (PUBLISHED_UNDECLARED, PUBLISHED_DECLARED)}
     ssh(WEB, "docker rm -f pub1 pub2", check=False)
     assert admin == {PUBLISHED_UNDECLARED: False, PUBLISHED_DECLARED: True}, admin
-    assert not mismatches, "\n".join(mismatches)
+    binds = {n: ssh(n, "cat /tmp/listen.log", check=False).stdout.strip() for n in NODES}
+    assert not mismatches, "\n".join(mismatches + [f"{n} listener: {b}" for n, b in binds.items() if b])
 
 
 def test_unlisted_port_open_without_firewall_shows_the_probe_works():
