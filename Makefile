@@ -18,7 +18,7 @@ endif
 
 help:
 	@echo "make lab        build the lab ($(LAB_NODES) nodes) and run site.yml on it"
-	@echo "make test       linters, unit tests, molecule scenarios on lab containers (SCENARIO=fabric: one)"
+	@echo "make test       linters, unit tests, molecule scenarios on lab containers (ROLE=firewall or SCENARIO=default: one)"
 	@echo "make lab-down   remove the lab completely"
 	@echo "make bench      benchmark (2 and 8 nodes): converge, no-op, check, drift, floor"
 	@echo "make drift      drift check of the lab (reports in reports/drift/)"
@@ -46,9 +46,10 @@ lint: deps
 unit: deps
 	pytest -q tests/unit
 
-# SCENARIO=fabric runs one scenario (molecule/<name>/); default: every scenario.
+# SCENARIO=fabric or ROLE=firewall runs one scenario (molecule/<name>/); default: every scenario, role scenarios
+# first on their shared lab, then the integration scenarios, with a table of the time each took.
 molecule: deps
-	molecule test $(if $(SCENARIO),-s $(SCENARIO),--all)
+	python3 scripts/molecule_all.py $(SCENARIO) $(ROLE)
 
 test: lint unit molecule
 

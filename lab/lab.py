@@ -74,6 +74,19 @@ IMAGE_HOOKS = [
     'printf "PasswordAuthentication yes\\n" >"$1/etc/ssh/sshd_config.d/50-cloud-init.conf"',
 ]
 
+# Emulated (arm64) nodes only: qemu-user cannot open NETLINK_NETFILTER sockets ("Unable to initialize Netlink socket:
+# Protocol not supported"), so nft, built for arm64, cannot talk to the kernel. These images carry Debian's amd64 nft
+# (multiarch; it runs natively) in place of /usr/sbin/nft through a dpkg diversion; the arm64 nftables package stays
+# installed, the rules the roles load are real. Every other program on the node is arm64.
+FOREIGN_PACKAGES = ["libnftables1:amd64", "libedit2:amd64"]
+FOREIGN_HOOKS = [
+    'cd "$1/tmp" && chroot "$1" sh -c "cd /tmp && apt-get download -q nftables:amd64"'
+    ' && dpkg-deb -x "$1"/tmp/nftables_*_amd64.deb "$1/tmp/nft-amd64"'
+    ' && chroot "$1" dpkg-divert --quiet --local --divert /usr/sbin/nft.arm64 --rename /usr/sbin/nft'
+    ' && install -m 755 "$1/tmp/nft-amd64/usr/sbin/nft" "$1/usr/sbin/nft"'
+    ' && rm -rf "$1"/tmp/nftables_*_amd64.deb "$1/tmp/nft-amd64"',
+]
+
 
 class LabError(Exception):
     """A one-line, user-facing error."""
@@ -150,7 +163,7 @@ def host_mirrors() -> tuple[str, str]:
 
 def image_tag(suite: str, arch: str = "amd64") -> str:
     files = [(LAB_DIR / f).read_text() for f in ("node-init.sh", "sparkfleet-lab-init.service")]
-    recipe = json.dumps([suite, PACKAGES, IMAGE_HOOKS, files])
+    recipe = json.dumps([suite, PACKAGES, IMAGE_HOOKS, files] + ([FOREIGN_PACKAGES, FOREIGN_HOOKS] if arch != "amd64" else []))
     # The amd64 tag keeps its old name, so an existing image stays valid.
     suffix = "" if arch == "amd64" else f"-{arch}"
     return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(recipe.encode()).hexdigest()[:12]}{suffix}"
@@ -160,8 +173,8 @@ BINFMT = Path("/proc/sys/fs/binfmt_misc")
 
 
 def ensure_emulation(arch: str) -> None:
-    """qemu-user for ARCH in binfmt_misc with the F flag: the kernel keeps the interpreter open, so containers
-    (which do not have /usr/bin/qemu-*-static in their root) can run ARCH binaries."""
+    """qemu-user for ARCH in binfmt_misc with the F flag (the kernel keeps the interpreter open, so containers, which
+    do not have /usr/bin/qemu-*-static in their root, can run ARCH binaries) and the C flag (setuid binaries: sudo)."""
     qemu = {"arm64": "aarch64"}[arch]
     entry = BINFMT / f"qemu-{qemu}"
     if not (BINFMT / "register").exists():
@@ -171,9 +184,17 @@ def ensure_emulation(arch: str) -> None:
     if not entry.exists():
         run(["update-binfmts", "--enable", f"qemu-{qemu}"], check=False)
     text = entry.read_text() if entry.exists() else ""
-    if "enabled" not in text or not re.search(r"^flags:.*F", text, re.M):
-        raise LabError(f"{entry}: qemu-{qemu} is not registered with the fix-binary (F) flag; "
-                       f"`apt-get install qemu-user-static binfmt-support` registers it")
+    # Debian registers qemu with flags PF. Lab nodes also need C (credentials from the binary, not the interpreter):
+    # without it setuid programs run as the caller, and sudo refuses ("effective uid is not 0").
+    if "enabled" in text and not re.search(r"^flags:.*C", text, re.M):
+        spec = dict(ln.split(" ", 1) for ln in Path(f"/usr/share/binfmts/qemu-{qemu}").read_text().splitlines() if " " in ln)
+        entry.write_text("-1")
+        (BINFMT / "register").write_text(f":qemu-{qemu}:M:{spec.get('offset', '0')}:{spec['magic']}:{spec['mask']}:"
+                                         f"{spec['interpreter']}:POCF")
+        text = entry.read_text() if entry.exists() else ""
+    if "enabled" not in text or not re.search(r"^flags:.*F", text, re.M) or not re.search(r"^flags:.*C", text, re.M):
+        raise LabError(f"{entry}: qemu-{qemu} is not registered with the fix-binary (F) and credentials (C) flags; "
+                       f"`apt-get install qemu-user-static binfmt-support` registers it (flags PF), this tool adds C")
 
 
 def ensure_image(suite: str, arch: str = "amd64") -> str:
@@ -189,9 +210,10 @@ def ensure_image(suite: str, arch: str = "amd64") -> str:
         f"{'about a minute' if arch == 'amd64' else 'several minutes: package scripts run emulated'})")
     with tempfile.TemporaryDirectory() as tmp:
         tar = Path(tmp) / "rootfs.tar"
-        cmd = ["mmdebstrap", "--variant=minbase", f"--architectures={arch}", "--include=" + ",".join(PACKAGES),
-               "--skip=cleanup/apt",
-               *[f"--customize-hook={h}" for h in IMAGE_HOOKS], suite, str(tar),
+        foreign = arch != "amd64"
+        cmd = ["mmdebstrap", "--variant=minbase", f"--architectures={arch}{',amd64' if foreign else ''}",
+               "--include=" + ",".join(PACKAGES + (FOREIGN_PACKAGES if foreign else [])), "--skip=cleanup/apt",
+               *[f"--customize-hook={h}" for h in (FOREIGN_HOOKS if foreign else []) + IMAGE_HOOKS], suite, str(tar),
                f"deb {main} {suite} main", f"deb {main} {suite}-updates main", f"deb {sec} {suite}-security main"]
         res = subprocess.run(cmd, text=True, capture_output=True, env=dict(os.environ, LAB_DIR=str(LAB_DIR)))
         if res.returncode != 0:
@@ -312,7 +334,8 @@ def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: 
                 docker("rm", "-f", "-v", c)
         for h in p["hosts"]:
             start_node(p, h, tags[h["arch"]], pub)
-        wait_ready(p, key)
+        # Emulated arm64 nodes boot several times slower (systemd, ssh-keygen -A under qemu).
+        wait_ready(p, key, timeout=360 if any(h["arch"] != "amd64" for h in p["hosts"]) else 90)
     except (LabError, KeyboardInterrupt):
         log("start failed: removing what was created")
         down(name, quiet=True)

@@ -229,6 +229,13 @@ SCHEMA = {
                             example="1"),
     "sparkfleet_batch": _e("str_or_int", _match(re.compile(r"^[1-9][0-9]*$"), "a positive whole number"),
                            doc="nodes per batch after the canary (rolling_upgrade.yml)", example="1"),
+    # playbooks/roles.yml (a few roles on their own; the molecule role scenarios converge through it).
+    "sparkfleet_roles": _e("str", _match(re.compile(r"^[a-z0-9_]+(@[A-Za-z0-9_]+)?(,[a-z0-9_]+(@[A-Za-z0-9_]+)?)*$"),
+                                         "role names separated by commas, each optionally NAME@GROUP"),
+                           doc="roles playbooks/roles.yml applies, in order (NAME@GROUP: on that group's hosts only)",
+                           example="munge,slurm"),
+    "sparkfleet_roles_hosts": _e("str", doc="the host pattern playbooks/roles.yml runs on (default: cluster)",
+                                 example="control"),
     "sparkfleet_rolling_roles": _e("list", elements="str", doc="roles a rolling change applies per node",
                                    example="[nvidia_driver, fabric_manager, container_runtime]"),
 }

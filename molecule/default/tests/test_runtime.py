@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import json
 
-from labtools import NODES, host, playbook, ssh
-
-SMOKE = ("test -n \"$(docker images -q sparkfleet/smoke:1)\" || { d=$(mktemp -d); mkdir -p $d/bin; "
-         "cp /bin/busybox $d/bin/; ln -s busybox $d/bin/sh; ln -s busybox $d/bin/echo; "
-         "tar -C $d -c . | docker import - sparkfleet/smoke:1 >/dev/null; rm -rf $d; }")
+from labtools import NODES, SMOKE_IMAGE, host, playbook, ssh
 
 
 def test_docker_runs_a_container_in_every_node():
     for n in NODES:
-        out = ssh(n, SMOKE + "; docker run --rm sparkfleet/smoke:1 echo hello-from-$(hostname)", timeout=120).stdout
+        out = ssh(n, SMOKE_IMAGE + "; docker run --rm sparkfleet/smoke:1 echo hello-from-$(hostname)", timeout=120).stdout
         assert out.strip().endswith(f"hello-from-{n}"), out
         info = json.loads(ssh(n, "docker info --format '{{json .}}'").stdout)
         assert info["Driver"] == "overlay2", info["Driver"]  # the /var/lib/docker volume, not vfs

@@ -1,4 +1,4 @@
-"""Object storage and model distribution on lab nodes: the real S3 server, versions synced with
+"""Object storage and model distribution on lab nodes (the S3 server itself: molecule/object_store): versions synced with
 checksums, zero-byte re-runs, switching current, repair of a truncated file, no secret in -vvv output."""
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ import hashlib
 import json
 import os
 import subprocess
-import urllib.error
-import urllib.request
 
 import pytest
 
-from labtools import INV, INVENTORY, NODES, addr, playbook, ssh
+from labtools import INV, INVENTORY, NODES, playbook, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
 COMPUTE = [h for h in NODES if h != CONTROL]
@@ -46,17 +44,6 @@ def sync(version, *extra):
 def node_sums(n, version):
     out = ssh(n, f"cd /models/{NAME}/{version} && sha256sum *").stdout
     return {line.split()[1]: line.split()[0] for line in out.splitlines()}
-
-
-def test_s3_server_runs_and_refuses_anonymous_requests():
-    assert ssh(CONTROL, "systemctl is-active sparkfleet-s3").stdout.strip() == "active"
-    with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(f"http://{addr(CONTROL)}:9000/models/", timeout=5)  # noqa: S310 (lab node)
-    assert e.value.code == 403
-    buckets = ssh(CONTROL, "echo s3.bucket.list | weed shell -master=127.0.0.1:9333 2>/dev/null").stdout
-    assert "models" in buckets
-    unit = ssh(CONTROL, "systemctl show sparkfleet-s3 -p User -p ProtectSystem -p NoNewPrivileges").stdout
-    assert "User=sparkfleet-s3" in unit and "ProtectSystem=strict" in unit and "NoNewPrivileges=yes" in unit
 
 
 def test_sync_checksummed_idempotent_switchable_and_self_repairing(model):

@@ -1,4 +1,5 @@
-"""Preflight: each bad inventory fails before anything changes, naming the culprit."""
+"""Preflight (role scenario): each bad inventory fails before anything changes, naming the culprit; preflight alone
+passes with --limit, and an inventory error outside the limit still stops the run."""
 from __future__ import annotations
 
 import copy
@@ -7,6 +8,8 @@ import json
 import pytest
 
 from labtools import INVENTORY, NODES, playbook, recap
+
+LAST = NODES[-1]
 
 BASE = json.loads((INVENTORY / "hosts.yml").read_text().split("\n", 1)[1])
 
@@ -48,12 +51,8 @@ def empty_compute(inv):
     comp.clear()
 
 
-def bad_name(inv):
-    hosts_of(inv, "compute")["Spark_9"] = {"ansible_host": "10.79.0.99", "sparkfleet_node_index": 9}
-
-
 MGMT = BASE["all"]["vars"]["sparkfleet_mgmt_cidr"]
-IP1 = hosts_of(BASE, "control")["spark-01"]["ansible_host"]
+IP1 = hosts_of(BASE, "control")[NODES[0]]["ansible_host"]
 
 # (id, inventory, extra vars, expected text in the error)
 CASES = [
@@ -64,8 +63,8 @@ CASES = [
     ("unknown-os", mutate(lambda inv: None), {"preflight_supported_os": {"Ubuntu": ["24.04"]}},
      "operating system Debian 12"),
     ("unsupported-arch", mutate(lambda inv: None), {"preflight_architectures": ["ppc64le"]}, "is not supported (ansible_architecture"),
-    ("missing-interface", set_hostvar("spark-03", "sparkfleet_mgmt_interface", "eth7"), {},
-     "spark-03: interface sparkfleet_mgmt_interface=eth7 does not exist"),
+    ("missing-interface", set_hostvar(LAST, "sparkfleet_mgmt_interface", "eth7"), {},
+     f"{LAST}: interface sparkfleet_mgmt_interface=eth7 does not exist"),
     ("missing-fabric-interface", set_var("sparkfleet_fabric_interfaces", ["enp1s0f0np0", "enp9s0f0np0"]), {},
      "interface sparkfleet_fabric_interfaces[1]=enp9s0f0np0 does not exist"),
     ("too-little-memory", mutate(lambda inv: None), {"preflight_min_memory_mb": 10 ** 8}, "preflight_min_memory_mb=100000000"),
@@ -96,6 +95,6 @@ def test_preflight_alone_passes_with_limit():
 
 
 def test_inventory_errors_outside_the_limit_still_stop_the_run(tmp_path):
-    (tmp_path / "hosts.yml").write_text(json.dumps(set_hostvar("spark-03", "ansible_host", IP1)()))
-    res = playbook("playbooks/preflight.yml", "--limit", "spark-02", inventory=tmp_path)
-    assert res.returncode != 0 and "spark-03: duplicate address" in res.stdout
+    (tmp_path / "hosts.yml").write_text(json.dumps(set_hostvar(LAST, "ansible_host", IP1)()))
+    res = playbook("playbooks/preflight.yml", "--limit", NODES[0], inventory=tmp_path)
+    assert res.returncode != 0 and f"{LAST}: duplicate address" in res.stdout
