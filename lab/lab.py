@@ -65,6 +65,11 @@ IMAGE_HOOKS = [
     'chroot "$1" useradd -m -s /bin/bash -U sparkadmin',
     'echo "sparkadmin ALL=(ALL) NOPASSWD:ALL" >"$1/etc/sudoers.d/sparkadmin"; chmod 440 "$1/etc/sudoers.d/sparkadmin"',
     'rm -f "$1"/etc/ssh/ssh_host_*',
+    # Package installs inside nodes (most of a first converge, several times slower on emulated arm64 nodes): no
+    # fsync per file, no docs or man pages, no man-db rebuild after each install.
+    'printf "force-unsafe-io\npath-exclude=/usr/share/doc/*\npath-include=/usr/share/doc/*/copyright\n'
+    'path-exclude=/usr/share/man/*\npath-exclude=/usr/share/info/*\n" >"$1/etc/dpkg/dpkg.cfg.d/90-sparkfleet-lab"',
+    'rm -f "$1/var/lib/man-db/auto-update"',
     # Package lists kept (a dry run must find packages, as on a real machine) but dated 1970, so
     # `apt: cache_valid_time` refreshes them on the first real run.
     'rm -f "$1/var/lib/apt/periodic/update-success-stamp"; touch -d @0 "$1/var/lib/apt/lists"',
@@ -74,17 +79,22 @@ IMAGE_HOOKS = [
     'printf "PasswordAuthentication yes\\n" >"$1/etc/ssh/sshd_config.d/50-cloud-init.conf"',
 ]
 
-# Emulated (arm64) nodes only: qemu-user cannot open NETLINK_NETFILTER sockets ("Unable to initialize Netlink socket:
-# Protocol not supported"), so nft, built for arm64, cannot talk to the kernel. These images carry Debian's amd64 nft
-# (multiarch; it runs natively) in place of /usr/sbin/nft through a dpkg diversion; the arm64 nftables package stays
-# installed, the rules the roles load are real. Every other program on the node is arm64.
-FOREIGN_PACKAGES = ["libnftables1:amd64", "libedit2:amd64"]
+# Emulated (arm64) nodes only: qemu-user cannot open NETLINK_NETFILTER sockets ("Protocol not supported"), so nft and
+# iptables built for arm64 cannot talk to the kernel (the firewall role and dockerd need them). These images carry
+# Debian's amd64 builds of both (multiarch; they run natively) in place of /usr/sbin/nft and xtables-nft-multi through
+# dpkg diversions; the arm64 packages stay installed and the rules loaded are real. qemu-user cannot load seccomp
+# filters either (chronyd -F 1 exits), nor start containers (runc's namespaced clone): dockerd runs, containers do not.
+# Every other program on the node is arm64. These are the lab's limits: the roles are the same for a real aarch64 node.
+FOREIGN_PACKAGES = ["libnftables1:amd64", "libedit2:amd64", "libxtables12:amd64", "libip4tc2:amd64", "libip6tc2:amd64",
+                    "libnetfilter-conntrack3:amd64", "libnfnetlink0:amd64"]
+_AMD64 = "/usr/lib/x86_64-linux-gnu"
 FOREIGN_HOOKS = [
-    'cd "$1/tmp" && chroot "$1" sh -c "cd /tmp && apt-get download -q nftables:amd64"'
-    ' && dpkg-deb -x "$1"/tmp/nftables_*_amd64.deb "$1/tmp/nft-amd64"'
-    ' && chroot "$1" dpkg-divert --quiet --local --divert /usr/sbin/nft.arm64 --rename /usr/sbin/nft'
-    ' && install -m 755 "$1/tmp/nft-amd64/usr/sbin/nft" "$1/usr/sbin/nft"'
-    ' && rm -rf "$1"/tmp/nftables_*_amd64.deb "$1/tmp/nft-amd64"',
+    'sed -i "s/^DAEMON_OPTS=.*/DAEMON_OPTS=\\"-F 0\\"/" "$1/etc/default/chrony"',
+    'chroot "$1" sh -c "cd /tmp && apt-get download -q nftables:amd64 iptables:amd64"'
+    ' && for d in "$1"/tmp/*_amd64.deb; do dpkg-deb -x "$d" "$1/tmp/amd64"; done'
+    ' && for b in nft xtables-nft-multi; do chroot "$1" dpkg-divert --quiet --local --divert /usr/sbin/$b.arm64'
+    ' --rename /usr/sbin/$b && install -m 755 "$1/tmp/amd64/usr/sbin/$b" "$1/usr/sbin/$b"; done'
+    f' && cp -a "$1/tmp/amd64{_AMD64}/xtables" "$1{_AMD64}/" && rm -rf "$1"/tmp/*_amd64.deb "$1/tmp/amd64"',
 ]
 
 

@@ -165,8 +165,16 @@ class Checker:
         return rc, out or "", err or ""
 
     def service(self, unit, optional=False):
-        rc, out, _ = self.run(["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState,ConditionResult"])
-        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        # An empty answer happens now and then under load or emulation (seen on qemu-user arm64 lab nodes, where
+        # checks run in threads): ask again before judging.
+        for _ in range(3):
+            rc, out, err = self.run(["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState,ConditionResult"])
+            props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+            if rc == 0 and "LoadState" in props:
+                break
+        if rc != 0 or "LoadState" not in props:
+            # systemctl itself failed or timed out: that says nothing about the unit, so never "not installed".
+            return result("service", unit, "fail", "systemctl show failed (rc %s): %s" % (rc, (err or out).strip()[:200]))
         if props.get("LoadState") != "loaded":
             return result("service", unit, "not_checked" if optional else "fail", "unit not installed")
         if props.get("ActiveState") == "active":

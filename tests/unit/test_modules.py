@@ -297,3 +297,26 @@ def test_slurm_node_drain_waits_for_jobs_and_resumes_only_its_own_drains(tmp_pat
     assert not ok and "does not know node n9" in r["msg"]
     ok, r = run_module("slurm_node", {"node": "n9", "state": "drained", "missing_ok": True, "timeout": 10}, tmp_path)
     assert ok and r["slurm_state"] == "absent"
+
+
+def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
+    """A systemctl that timed out (an emulated or overloaded node) is a failed check naming the error, not an
+    optional unit "not installed" silently left unchecked."""
+    from ansible_collections.sparkfleet.cluster.plugins.modules.node_checks import Checker
+
+    class Fake:
+        def __init__(self, rc, out, err="", first=None):
+            self.replies = ([first] if first else []) + [(rc, out, err)]
+
+        def run_command(self, argv):
+            return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+    timed_out = Checker(Fake(124, "")).service("slurmd", optional=True)
+    assert timed_out["status"] == "fail" and "systemctl show failed (rc 124)" in timed_out["detail"]
+    absent = Checker(Fake(0, "LoadState=not-found\nActiveState=inactive\n")).service("slurmd", optional=True)
+    assert absent == {"check": "service", "target": "slurmd", "status": "not_checked", "detail": "unit not installed"}
+    up = Checker(Fake(0, "LoadState=loaded\nActiveState=active\nSubState=running\n")).service("slurmd")
+    assert up["status"] == "pass" and up["detail"] == "running"
+    # One empty answer, then the real one: asked again, judged on the real one.
+    flaky = Checker(Fake(0, "LoadState=loaded\nActiveState=active\nSubState=running\n", first=(0, "", ""))).service("docker")
+    assert flaky["status"] == "pass"
