@@ -86,16 +86,14 @@ SMOKE_IMAGE = ("test -n \"$(docker images -q sparkfleet/smoke:1)\" || { d=$(mkte
                "tar -C $d -c . | docker import - sparkfleet/smoke:1 >/dev/null; rm -rf $d; }")
 
 
-def role_run(*args: str, roles: str | None = None, timeout: float = 600) -> str:
+def role_run(*args: str, timeout: float = 600) -> str:
     """Run this role scenario's roles again (playbooks/roles.yml, MOLECULE_ROLES/MOLECULE_ROLE_HOSTS of its
     molecule.yml) and return the output: it must pass and change nothing (the scenario converged already)."""
-    env = {"MOLECULE_ROLES": roles} if roles else None
-    res = playbook("playbooks/roles.yml", *args, env=env, timeout=timeout)
+    res = playbook("playbooks/roles.yml", *args, timeout=timeout)
     assert res.returncode == 0, res.stdout[-3000:]
     assert all(v.get("changed", 0) == 0 for v in recap(res.stdout).values()), res.stdout[-3000:]
     return res.stdout
 
 
-ROLE_HOSTS = os.environ.get("MOLECULE_ROLE_HOSTS") or "cluster"
 CONTROL = next((h for h in NODES if INV["hosts"][h]["group"] == "control"), None)
 COMPUTE = [h for h in NODES if INV["hosts"][h]["group"] == "compute"]
