@@ -14,6 +14,8 @@ import netaddr
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import inventory_schema as schema
 
 KNOWN_GROUPS = {"all", "ungrouped", "cluster", "control", "compute"}
+# Made at run time by preflight (group_by) for the hosts that passed it; an inventory must not define it.
+PASSED_GROUP = "_sparkfleet_preflight_passed"
 HOSTNAME_RE = schema.HOSTNAME_RE
 
 
@@ -289,7 +291,12 @@ def _merge_hosts(errors, all_hosts):
 
 def inventory_errors(hostvars, groups, extra_groups=()):
     """Checks that need only the inventory (no facts): structure, schema, networks, addresses, ports, names."""
-    errors = structure_errors(groups, extra_groups)
+    # The run-time group is fine where preflight made it (its hosts carry _preflight_passed), an error otherwise.
+    passed = list(groups.get(PASSED_GROUP, []))
+    groups = {g: hs for g, hs in groups.items() if g != PASSED_GROUP}
+    errors = ["inventory: group '%s' is reserved (preflight makes it at run time); remove it from the inventory"
+              % PASSED_GROUP] if any(not hostvars[h].get("_preflight_passed") for h in passed if h in hostvars) else []
+    errors += structure_errors(groups, extra_groups)
     cluster = list(groups.get("cluster", []))
     seen_ip, seen_name, seen_index = {}, {}, {}
     for h in cluster:

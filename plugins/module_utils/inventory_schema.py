@@ -209,6 +209,9 @@ SCHEMA = {
     "sparkfleet_cuda_test_image": _e("str", _match(re.compile(r"^\S+$"), "an image reference"),
                                      doc="CUDA image for the GPU container checks", example="nvcr.io/nvidia/cuda:13.0.0-base-ubuntu24.04"),
     "sparkfleet_lab": _e("bool", doc="set by lab/lab.py on lab inventories", example="false"),
+    "sparkfleet_gate": _e("bool", doc="role gates: skip a role whose inputs and footprint are as its last converge left "
+                                      "them (false, or SPARKFLEET_GATE=off: every task of every role runs)",
+                          example="true"),
     "sparkfleet_scheduler": _e("str", _match(re.compile(r"^(slurm|kubernetes|none)$"), "one of slurm, kubernetes, none"),
                                doc="the scheduler layer users submit work to", example="slurm"),
     "sparkfleet_monitoring": _e("bool", doc="Prometheus, Alertmanager, Grafana and the exporters (playbooks/monitoring.yml)",

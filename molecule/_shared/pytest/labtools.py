@@ -61,8 +61,10 @@ def host(name: str):
 def playbook(*args: str, inventory: Path | str = INVENTORY, env: dict | None = None,
              timeout: float = 600) -> subprocess.CompletedProcess:
     venv_bin = PROJECT / ".venv" / "bin"
+    # Role gates off unless a test asks (env={"SPARKFLEET_GATE": "on"}): a test that plants a change and converges
+    # again checks the role's own tasks, whatever its footprint covers. test_gate and the drift tests run them on.
     e = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-             PATH=f"{venv_bin}:{os.environ.get('PATH', '')}", **(env or {}))
+             PATH=f"{venv_bin}:{os.environ.get('PATH', '')}", **dict({"SPARKFLEET_GATE": "off"}, **(env or {})))
     return subprocess.run([str(venv_bin / "ansible-playbook"), "-i", str(inventory), *args], cwd=PROJECT,
                           text=True, capture_output=True, timeout=timeout, env=e)
 

@@ -25,7 +25,8 @@ HAND_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKsJ8m7yLrYhCqv3xQ1lS0bG7s2nM6t1
 def drift(tmp_path, *extra):
     res = subprocess.run([PY, "-m", "sparkfleet_tools.drift", "--inventory", str(INVENTORY), "--out", str(tmp_path), *extra],
                          cwd=PROJECT, text=True, capture_output=True, timeout=600,
-                         env=dict(os.environ, PATH=f"{PROJECT}/.venv/bin:{os.environ['PATH']}"))
+                         # With the role gates on, as the nightly run has them: planted drift must still be named.
+                         env=dict(os.environ, PATH=f"{PROJECT}/.venv/bin:{os.environ['PATH']}", SPARKFLEET_GATE="on"))
     report = json.loads((tmp_path / "latest.json").read_text())
     return res, report
 

@@ -1,0 +1,44 @@
+"""The role gates on the converged lab: a gated no-op runs no role's tasks and changes nothing; a change planted in a
+role's footprint makes that role run and repair it; and the same run with every gate off (every task of every role)
+still changes nothing, so idempotence is proven for the roles themselves, not only for the gates."""
+from __future__ import annotations
+
+import re
+
+from labtools import NODES, playbook, recap, ssh
+
+GATED = ("hosts_file", "ssh_trust", "chrony", "firewall", "fabric", "container_runtime", "object_store", "munge",
+         "slurm", "prometheus", "alertmanager", "node_exporter", "python_env", "ray", "gateway")
+
+
+def ran_tasks(out: str) -> set[str]:
+    """Roles whose converge.yml ran in this output: its last task, the stamp, shows only when it was included."""
+    return {role for role in re.findall(r"^TASK \[sparkfleet\.cluster\.(\w+) : Stamp - converged as of now\]", out, re.M)
+            if role in GATED}
+
+
+def test_gated_noop_runs_no_role_and_changes_nothing():
+    res = playbook("site.yml", "-v", env={"SPARKFLEET_GATE": "on"})
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
+    assert ran_tasks(res.stdout) == set(), "a role ran although nothing changed"
+    assert res.stdout.count("unchanged since the last converge (preflight's scan)") >= len(GATED)
+
+
+def test_a_planted_change_reruns_its_role_and_is_repaired():
+    node = NODES[-1]
+    conf = "/etc/chrony/conf.d/sparkfleet.conf"
+    before = ssh(node, f"sha256sum {conf}").stdout
+    ssh(node, f"echo 'server 127.0.0.1 iburst' >> {conf}")
+    res = playbook("site.yml", env={"SPARKFLEET_GATE": "on"})
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert ran_tasks(res.stdout) == {"chrony"}, ran_tasks(res.stdout)
+    assert recap(res.stdout)[node]["changed"] >= 1
+    assert ssh(node, f"sha256sum {conf}").stdout == before, "the gate let chrony run, and chrony repaired its file"
+
+
+def test_ungated_run_changes_nothing():
+    res = playbook("site.yml", env={"SPARKFLEET_GATE": "off"})
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
+    assert ran_tasks(res.stdout) == set(GATED), "with the gates off every role runs"
