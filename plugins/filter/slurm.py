@@ -30,17 +30,20 @@ def slurm_mpi_auto(hosts, probes):
 
 
 def munge_checks(hosts, hostvars, reference):
-    """Per host, the munge_key check: its key's sha256 (the validate role's stat) against the reference host's.
-    A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication credential'.
-    Hosts where the stat did not run (not Slurm, not reached) get no check."""
+    """Per host, the munge_key check: its key's sha256 (the validate role's node_checks, checksums) against the
+    reference host's. A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication
+    credential'. Hosts where the key was not read (not Slurm, not reached) get no check."""
+    key = "/etc/munge/munge.key"
+
+    def sums(h):
+        return ((hostvars[h].get("_validate_node") or {}).get("checksums")) or {}
+
     def digest(h):
-        st = (hostvars[h].get("_validate_munge") or {}).get("stat") or {}
-        return st.get("checksum") if st.get("exists") else None
+        return sums(h).get(key)
     ref = digest(reference)
     out = {}
     for h in hosts:
-        stat = hostvars[h].get("_validate_munge")
-        if stat is None or stat.get("skipped"):
+        if key not in sums(h):
             continue
         mine = digest(h)
         if ref is None:

@@ -18,6 +18,11 @@ options:
     description: Path or name of nvidia-smi (looked up on PATH).
     type: str
     default: nvidia-smi
+  rdma:
+    description: Also read the RDMA devices and ports from sysfs into C(ansible_facts.rdma), as C(rdma_facts) does
+      (one round trip for both, where a play needs both).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -53,6 +58,7 @@ from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import 
     classify_nvsmi_error,
     parse_cuda_version,
     parse_query_gpu,
+    read_rdma_sysfs,
     unknown_field,
 )
 
@@ -95,13 +101,18 @@ def gather(module, exe):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="str", default="nvidia-smi")),
+    module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="str", default="nvidia-smi"),
+                                              rdma=dict(type="bool", default=False)),
                            supports_check_mode=True)
     name = module.params["nvidia_smi"]
     if not name or any(c in name for c in ";|&$`\n"):
         module.fail_json(msg="nvidia_smi: unusable value %r" % name)
     exe = name if "/" in name else module.get_bin_path(name)
-    module.exit_json(changed=False, ansible_facts={"nvidia": gather(module, exe)})
+    facts = {"nvidia": gather(module, exe)}
+    if module.params["rdma"]:
+        devices = read_rdma_sysfs("/sys")
+        facts["rdma"] = {"present": bool(devices), "devices": devices}
+    module.exit_json(changed=False, ansible_facts=facts)
 
 
 if __name__ == "__main__":

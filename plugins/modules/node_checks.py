@@ -100,6 +100,12 @@ options:
     type: list
     elements: dict
     default: []
+  checksums:
+    description: Files whose sha256 to return in I(checksums) (null where absent), e.g. the munge key the validate role
+      compares across nodes. Read as root; the content never leaves the node.
+    type: list
+    elements: path
+    default: []
   gateway_log:
     description: The gateway's JSON access log; the P50/P95/P99 request times of its last 10000 requests are reported.
     type: str
@@ -128,12 +134,17 @@ versions:
   description: Versions for the fleet consistency check (C(python), C(ray), C(vllm), C(torch), C(nccl); null where absent).
   returned: always
   type: dict
+checksums:
+  description: The sha256 of each file of I(checksums) (null where absent).
+  returned: always
+  type: dict
 failed_checks:
   description: Number of checks with status fail.
   returned: always
   type: int
 """
 
+import hashlib
 import json
 import os
 import socket
@@ -355,6 +366,17 @@ class Checker:
                       % (p["p50"], p["p95"], p["p99"], p["count"])) | {"percentiles": p}
 
 
+def file_checksums(paths):
+    out = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                out[path] = hashlib.sha256(f.read()).hexdigest()
+        except FileNotFoundError:
+            out[path] = None
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -378,6 +400,7 @@ def main():
             ray_check=dict(type="str", default="/usr/local/lib/sparkfleet/ray_check.py"),
             http_checks=dict(type="list", elements="dict", default=[]),
             gateway_log=dict(type="str", default=""),
+            checksums=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -406,7 +429,7 @@ def main():
         checks += ray.result() if ray else []
     # Bandwidth last and alone, so the other checks' traffic does not disturb it.
     checks += c.bandwidth(p["bandwidth_peers"], p["bandwidth_seconds"], p["bandwidth_interface"], p["min_bandwidth_share"])
-    module.exit_json(changed=False, checks=checks, versions=versions.result(), failed_checks=sum(1 for x in checks if x["status"] == "fail"))
+    module.exit_json(changed=False, checks=checks, versions=versions.result(), checksums=file_checksums(p["checksums"]), failed_checks=sum(1 for x in checks if x["status"] == "fail"))
 
 
 if __name__ == "__main__":
