@@ -86,7 +86,11 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
                 extra = floor_env if key == "floor_s" else mitogen_env() if key == "noop_mitogen_s" else \
                     PROFILE_ENV if key == "noop_s" else None
                 t, out, rc = timed(cmd, inv, extra)
-                if rc != 0:
+                if rc != 0 and key == "noop_mitogen_s":
+                    # Mitogen is an option, not the default: its failure is reported, the benchmark goes on.
+                    print(f"bench: the mitogen no-op failed on {n} nodes (rc {rc}):\n{out[-1500:]}", file=sys.stderr)
+                    t = float("nan")
+                elif rc != 0:
                     raise SystemExit(f"bench: {key} failed on {n} nodes (rc {rc}):\n{out[-3000:]}")
                 times.append(t)
                 if key == "noop_s":
@@ -104,14 +108,15 @@ def bench_size(n: int, repeat: int, keep: bool) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| nodes | floor | first converge | no-op re-run | no-op (mitogen) | --check --diff | drift check | tasks/host "
-            "| s per task-host |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| nodes | floor | first converge | no-op re-run (no-op/converge) | no-op (mitogen) | --check --diff | drift check "
+            "| tasks/host | s per task-host |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         f = r["floor_s"]
         def cell(k, r=r, f=f):
             return f"{r[k]:.1f} s ({r[k] / f:.1f}x)"
         mit = cell("noop_mitogen_s") if "noop_mitogen_s" in r else "-"
-        rows.append(f"| {r['nodes']} | {f:.1f} s | {cell('converge_s')} | {cell('noop_s')} | {mit} | {cell('check_s')} | "
+        rows.append(f"| {r['nodes']} | {f:.1f} s | {cell('converge_s')} | {cell('noop_s')} "
+                    f"({r['noop_s'] / r['converge_s']:.0%}) | {mit} | {cell('check_s')} | "
                     f"{cell('drift_s')} (drift/no-op {r['drift_s'] / r['noop_s']:.2f}) | {r['tasks_per_host']:.0f} | "
                     f"{r['s_per_task_host']:.2f} |")
     return "\n".join(rows)
