@@ -128,9 +128,12 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "1")))
     ap.add_argument("--keep", action="store_true", help="keep the bench labs")
     a = ap.parse_args()
-    results = [bench_size(int(s), a.repeat, a.keep) for s in a.sizes.split(",")]
     out = ROOT / "reports" / "bench"
     out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for size in a.sizes.split(","):
+        results.append(bench_size(int(size), a.repeat, a.keep))
+        print(table(results[-1:]), flush=True)  # each size as soon as it is measured
     (out / "bench.json").write_text(json.dumps({"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                 "results": results}, indent=2) + "\n")
     text = table(results) + "\n" + "\n".join(

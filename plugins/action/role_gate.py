@@ -66,9 +66,14 @@ class ActionModule(ActionBase):
         role_path = getattr(getattr(self._task, "_role", None), "_role_path", None)
         code = {"role": tree_digest(role_path) if role_path else "",
                 "plugins": tree_digest(os.path.join(os.path.dirname(__file__), ".."))}
-        local = {p: file_digest(p) for p in args.get("controller_paths") or []}
-        return fp.digest({"role": role, "spec": spec, "vars": values, "groups": groups, "addresses": addresses, "code": code,
-                          "controller_files": local}), unresolved
+        return fp.digest({"role": role, "spec": spec, "vars": values, "groups": groups, "addresses": addresses,
+                          "code": code}), unresolved
+
+    @staticmethod
+    def with_controller_files(base: str, paths: list) -> str:
+        """The inputs digest: the variables' part and the named controller files as they are now (read again at
+        the stamp: a role may make them, as ssh_trust makes the cluster key on its first run)."""
+        return fp.digest({"base": base, "controller_files": {p: file_digest(p) for p in paths}})
 
     def gate_off(self, task_vars: dict) -> bool:
         if os.environ.get("SPARKFLEET_GATE", "on").lower() in OFF:
@@ -93,14 +98,18 @@ class ActionModule(ActionBase):
             if not isinstance(prev, dict) or "footprint" not in prev:
                 result.update(failed=True, msg="role_gate: stamp_from must be the registered result of a role_gate task")
                 return result
-            args.update(prev["footprint"], inputs_digest=prev["inputs_digest"], stamp=True)
+            args.update(prev["footprint"], stamp=True,
+                        inputs_digest=self.with_controller_files(prev["inputs_base"], prev.get("controller_paths") or []))
         role = args.get("role") or self._task._role.get_name().split(".")[-1]
         module_args = {k: v for k, v in args.items() if k not in ("input_vars", "controller_paths")}
         module_args["role"] = role
         spec = {k: module_args.get(k) or [] for k in ("paths", "services", "packages", "commands")}
         unresolved: list[str] = []
         if not module_args.get("inputs_digest"):
-            module_args["inputs_digest"], unresolved = self.inputs_digest(role, task_vars, spec)
+            base, unresolved = self.inputs_digest(role, task_vars, spec)
+            controller_paths = list(args.get("controller_paths") or [])
+            module_args["inputs_digest"] = self.with_controller_files(base, controller_paths)
+            result.update(inputs_base=base, controller_paths=controller_paths)
         result["inputs_digest"] = module_args["inputs_digest"]
         result["footprint"] = {k: module_args[k] for k in ("role", "paths", "services", "packages", "commands",
                                                            "stamp_dir") if module_args.get(k) is not None}
