@@ -8,7 +8,7 @@ short_description: A virtual environment that holds exactly what a hash-pinned l
 description:
   - Compares the environment at I(path) with I(lock) (every distribution and its version, and the Python it runs on).
     Where anything differs, or the environment is missing, it rebuilds it from the wheels in I(wheels) (a tar of
-    wheels) with C(pip install --no-index --require-hashes): no package index is reached.
+    wheels) with C(pip install --no-index --require-hashes); no package index is reached.
   - Check mode reports what would change (the differences in the diff) and changes nothing.
   - Returns the environment's Python version and the installed distributions, for the fleet consistency check.
 version_added: "0.2.0"

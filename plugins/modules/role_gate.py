@@ -10,10 +10,10 @@ description:
   - Reads the role's footprint on the node (files, systemd units, packages, read-only probe commands), reduces it to
     one digest and compares it, with the digest of the role's inputs, to the stamp the role's last converge left.
   - With I(stamp=false) it answers I(run). With I(stamp=true) (after the role converged) it writes the stamp.
-    The stamp is sparkfleet's own bookkeeping under I(stamp_dir): writing it never reports a change, and in check
+    The stamp is sparkfleet's own bookkeeping under I(stamp_dir); writing it never reports a change, and in check
     mode nothing is written.
   - With I(scan=true) it re-reads the footprint of every stamp on the node (with the spec each recorded) and
-    answers, per role, whether it is still the same: preflight does this once per run, and each role's gate then
+    answers, per role, whether it is still the same; preflight does this once per run, and each role's gate then
     decides on the controller, without another round trip.
   - Use it through the action plugin of the same name, which computes I(inputs_digest) on the controller.
 version_added: "0.2.0"

@@ -57,3 +57,22 @@ def test_collection_build_packs_no_secrets_caches_or_labs(tmp_path):
             [f"roles/{r}/tasks/main.yml" for r in roles] + [f"roles/{r}/meta/argument_specs.yml" for r in roles]:
         assert must in names, must
     assert "Apache License" in (ROOT / "LICENSE").read_text()
+
+
+def test_every_module_documents_itself_in_valid_yaml():
+    """ansible-doc (and the docs site) read DOCUMENTATION/EXAMPLES/RETURN as YAML: a stray ': ' in a plain
+    description breaks them while the module still runs."""
+    import re
+
+    import yaml
+    bad = []
+    for f in sorted((ROOT / "plugins" / "modules").glob("*.py")):
+        src = f.read_text()
+        for key in ("DOCUMENTATION", "EXAMPLES", "RETURN"):
+            m = re.search(key + r' = r"""(.*?)"""', src, re.S)
+            try:
+                assert m, "missing"
+                yaml.safe_load(m.group(1))
+            except Exception as e:  # noqa: BLE001 - report every broken block at once
+                bad.append(f"{f.name} {key}: {str(e).splitlines()[0]}")
+    assert not bad, bad
