@@ -24,6 +24,15 @@ options:
   missing_ok: {description: A node Slurm does not know is no error (nothing to do)., type: bool, default: false}
 """
 
+EXAMPLES = r"""
+- name: Drain a node before a rolling change (waits up to 10 minutes for its jobs)
+  sparkfleet.cluster.slurm_node:
+    node: spark-03
+    state: drained
+    reason: sparkfleet rolling change
+    wait_s: 600
+"""
+
 RETURN = r"""
 slurm_state: {description: The node's state after the change (sinfo's words)., type: str, returned: always}
 reason: {description: Its drain reason, if any., type: str, returned: always}
