@@ -93,7 +93,8 @@ class ActionModule(ActionBase):
                                                module_args={k: v for k, v in args.items() if k in ("scan", "stamp_dir")}))
             return result
         if args.get("stamp_from"):
-            # The stamp after a converge: the same footprint and inputs digest as the gate that let the role run.
+            # The stamp after a converge: the footprint of the gate that let the role run, and its inputs digest with
+            # the controller files read again.
             prev = args.pop("stamp_from")
             if not isinstance(prev, dict) or "footprint" not in prev:
                 result.update(failed=True, msg="role_gate: stamp_from must be the registered result of a role_gate task")
@@ -117,14 +118,14 @@ class ActionModule(ActionBase):
             result["unresolved_inputs"] = unresolved
         scanned = task_vars.get("_preflight_gate_scan")
         if not module_args.get("stamp"):
-            if self.gate_off(task_vars):
-                result.update(changed=False, run=True, reason=fp.FORCED)
-                return result
-            if isinstance(scanned, dict) and isinstance(scanned.get("roles"), dict):
-                # Preflight read every stamp's footprint at the start of this run: decide here, no round trip.
-                entry = scanned["roles"].get(role)
-                run, reason = fp.verdict(entry, module_args["inputs_digest"], bool(entry and entry.get("same")))
-                result.update(changed=False, run=run, reason=reason + " (preflight's scan)")
+            off = self.gate_off(task_vars)
+            have_scan = isinstance(scanned, dict) and isinstance(scanned.get("roles"), dict)
+            if off or have_scan:
+                # Gate off, or preflight read every stamp's footprint at the start of this run: decide here, no
+                # round trip.
+                entry = scanned["roles"].get(role) if have_scan else None
+                run, reason = fp.verdict(entry, module_args["inputs_digest"], bool(entry and entry.get("same")), off)
+                result.update(changed=False, run=run, reason=reason if off else reason + " (preflight's scan)")
                 return result
         result.update(self._execute_module(module_name="sparkfleet.cluster.role_gate", module_args=module_args,
                                            task_vars=task_vars))

@@ -53,10 +53,6 @@ options:
     description: Write the stamp (after the role converged) instead of answering I(run).
     type: bool
     default: false
-  force:
-    description: Answer I(run=true) whatever the stamp says.
-    type: bool
-    default: false
   stamp_dir:
     description: Where the stamps live (root only).
     type: path
@@ -151,7 +147,6 @@ def main():
             commands=dict(type="list", elements="str", default=[]),
             stamp=dict(type="bool", default=False),
             scan=dict(type="bool", default=False),
-            force=dict(type="bool", default=False),
             stamp_dir=dict(type="path", default="/var/lib/sparkfleet/gate"),
         ),
         required_if=[("scan", False, ("role", "inputs_digest"))],
@@ -172,7 +167,7 @@ def main():
         module.exit_json(changed=False, run=False, reason="stamp written" if not module.check_mode else "check mode: no stamp",
                          footprint_digest=digest)
     stamp = fp.read_stamp(stamp_path)
-    run, reason = fp.verdict(stamp, p["inputs_digest"], bool(stamp) and stamp.get("footprint") == digest, p["force"])
+    run, reason = fp.verdict(stamp, p["inputs_digest"], bool(stamp) and stamp.get("footprint") == digest)
     module.exit_json(changed=False, run=run, reason=reason, footprint_digest=digest)
 
 
