@@ -20,7 +20,7 @@ help:
 	@echo "make lab        build the lab ($(LAB_NODES) nodes) and run site.yml on it"
 	@echo "make test       linters, unit tests, molecule scenarios on lab containers (ROLE=firewall or SCENARIO=default: one)"
 	@echo "make lab-down   remove the lab completely"
-	@echo "make bench      benchmark (2 and 8 nodes): converge, no-op, check, drift, floor"
+	@echo "make bench      benchmark (2, 3 and 8 nodes, medians of 3): converge, no-op, check, drift, floor"
 	@echo "make drift      drift check of the lab (reports in reports/drift/)"
 	@echo "make validate   validation report of the lab (reports/validate/)"
 

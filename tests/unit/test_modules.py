@@ -320,3 +320,28 @@ def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
     # One empty answer, then the real one: asked again, judged on the real one.
     flaky = Checker(Fake(0, "LoadState=loaded\nActiveState=active\nSubState=running\n", first=(0, "", ""))).service("docker")
     assert flaky["status"] == "pass"
+
+
+def test_node_checks_ssh_asks_again_after_a_dropped_login_never_after_a_refused_key(monkeypatch):
+    """Every node logs in to every peer by every name at once: on 8 nodes logins timed out or sshd (MaxStartups) dropped
+    them. Such a login is tried again; a refused key is a trust failure at once."""
+    from ansible_collections.sparkfleet.cluster.plugins.modules import node_checks
+
+    monkeypatch.setattr(node_checks.time, "sleep", lambda s: None)
+
+    class Fake:
+        def __init__(self, *replies):
+            self.replies, self.calls = list(replies), 0
+
+        def run_command(self, argv):
+            self.calls += 1
+            return self.replies.pop(0)
+
+    killed = Fake((124, "", "Session terminated, killing shell... ...killed."), (0, "spark-02\n", ""))
+    assert node_checks.Checker(killed).ssh("spark", "spark-02-fab")["status"] == "pass" and killed.calls == 2
+    dropped = Fake(*[(255, "", "kex_exchange_identification: Connection closed by remote host")] * 3)
+    r = node_checks.Checker(dropped).ssh("spark", "spark-02")
+    assert r["status"] == "fail" and dropped.calls == 3 and "kex_exchange_identification" in r["detail"]
+    refused = Fake((255, "", "spark@spark-02: Permission denied (publickey)."))
+    r = node_checks.Checker(refused).ssh("spark", "spark-02")
+    assert r["status"] == "fail" and refused.calls == 1 and "Permission denied" in r["detail"]
