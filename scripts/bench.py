@@ -55,8 +55,8 @@ PROFILE_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROF
 
 def profile(out: str, limit: int = 10) -> list[dict]:
     """The slowest tasks from profile_tasks' summary at the end of a run."""
-    # A long name meets the dashes with no space between ("...GPUs)---12.34s"): the 8-node run lost its slowest task.
-    rows = re.findall(r"^(.+?)\s*-{3,}\s*(\d+\.\d+)s$", out.split("PLAY RECAP")[-1], re.M)
+    # A name longer than the terminal leaves as few as one dash ("...GPUs) -- 12.34s"): the 8-node run lost its slowest.
+    rows = re.findall(r"^(.+?) -+ (\d+\.\d+)s$", out.split("PLAY RECAP")[-1], re.M)
     return [{"task": t.strip(), "s": float(x)} for t, x in rows][:limit]
 
 
