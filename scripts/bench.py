@@ -4,7 +4,7 @@ first converge of site.yml, the no-op re-run, the --check --diff run, the drift 
 floor (facts + one ping on the same hosts). Every run starts with cold SSH connections.
 Writes reports/bench/bench.json and prints a table with each figure's ratio to the floor.
 
-    python3 scripts/bench.py [--sizes 2,3,8] [--repeat 1] [--keep] [--mitogen]
+    python3 scripts/bench.py [--sizes 2,3,8] [--repeat 3] [--keep] [--mitogen]
 """
 from __future__ import annotations
 
