@@ -26,6 +26,8 @@ Only the standard library: it runs before the project venv exists.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import json
@@ -106,6 +108,16 @@ def log(msg: str) -> None:
     print(f"lab: {msg}", file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def locked(what: str):
+    """Labs may start at the same time (scripts/molecule_all.py runs the arm64 scenario beside the others): one at a
+    time installs packages, starts dockerd or builds a given image; the next one finds it done."""
+    STATE.mkdir(exist_ok=True)
+    with open(STATE / f".{what}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def run(cmd: list[str], check: bool = True, capture: bool = True, **kw) -> subprocess.CompletedProcess:
     res = subprocess.run(cmd, text=True, capture_output=capture, **kw)
     if check and res.returncode != 0:
@@ -144,11 +156,12 @@ def apt_install(pkgs: list[str]) -> None:
         raise LabError(f"Docker engine missing and cannot be installed here (need root and apt-get for {' '.join(pkgs)})")
     log(f"installing {' '.join(pkgs)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *pkgs]):
-        res = subprocess.run(cmd, env=env, text=True, capture_output=True)
-        if res.returncode != 0:
-            last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["?"]
-            raise LabError(f"Docker engine missing and cannot be installed: {' '.join(cmd[:2])}: {last[0]}")
+    with locked("apt"):
+        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *pkgs]):
+            res = subprocess.run(cmd, env=env, text=True, capture_output=True)
+            if res.returncode != 0:
+                last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["?"]
+                raise LabError(f"{' '.join(pkgs)} missing and cannot be installed: {' '.join(cmd[:2])}: {last[0]}")
 
 
 # ---------------------------------------------------------------- image
@@ -211,6 +224,11 @@ def ensure_image(suite: str, arch: str = "amd64") -> str:
     tag = image_tag(suite, arch)
     if arch != "amd64":
         ensure_emulation(arch)
+    with locked("image-" + tag.rsplit(":", 1)[1]):
+        return build_image(suite, arch, tag)
+
+
+def build_image(suite: str, arch: str, tag: str) -> str:
     if docker("image", "inspect", tag, check=False).returncode == 0:
         return tag
     if not shutil.which("mmdebstrap"):
@@ -326,7 +344,8 @@ def ensure_key(name: str) -> Path:
 def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: str = "amd64") -> None:
     STATE.mkdir(exist_ok=True)
     p = plan(name, nodes, outsider, spare, arch)
-    ensure_engine()
+    with locked("engine"):
+        ensure_engine()
     check_clashes(p)
     tags = {a: ensure_image(suite, a) for a in sorted({h["arch"] for h in p["hosts"]})}
     key = ensure_key(name)
