@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """Run molecule scenarios and print how long each took.
 
-    scripts/molecule_all.py [SCENARIO|ROLE ...]      default: every scenario under molecule/ but EXPLICIT_ONLY
+    scripts/molecule_all.py [SCENARIO|ROLE ...]      default: every scenario under molecule/
 
-Role scenarios (MOLECULE_LAB_SHARED true, the base config's default) share one lab, mol-roles: it is created by the
-first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and removed at the end. Integration scenarios (default,
-fabric, kubernetes_node) have their own lab each and run after the role scenarios (the shared lab is removed before
-them). The arm64 scenario (BESIDE) runs at the same time as all of these, on its own lab and subnets, when other
-scenarios run too: its log goes to reports/molecule-arm64.log and is printed when it ends. Every scenario runs even
-when one before it failed; the exit code is non-zero when any failed. The table goes to stdout and
-reports/molecule-times.md. SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
+Two lanes when more than one scenario runs. The first: role scenarios (MOLECULE_LAB_SHARED true, the base config's
+default) share one lab, mol-roles: it is created by the first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and
+removed at the end; then the default scenario on its own lab. The second, at the same time: the BESIDE integration
+scenarios (arm64, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact cache; their logs
+go to reports/molecule-NAME.log and are printed when both lanes are done. Every scenario runs even when one before it
+failed; the exit code is non-zero when any failed. The table goes to stdout and reports/molecule-times.md.
+SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,7 +26,8 @@ SHARED_LAB = "mol-roles"
 # Scenarios that run beside the others rather than after them. The whole site.yml with an emulated arm64 node takes
 # about 25 min of mostly one busy qemu process; the other scenarios leave about a third of the 2 cores idle (waits on
 # services, timers and SSH), so side by side the whole run grows by much less than 25 min.
-BESIDE = ("arm64",)
+# fabric and kubernetes_node (own labs, 2 nodes, under 2 min each) follow it in that lane.
+BESIDE = ("arm64", "fabric", "kubernetes_node")
 
 
 def is_shared(name: str) -> bool:
@@ -46,6 +48,17 @@ def scenarios(wanted: list[str]) -> list[str]:
     return sorted(chosen, key=lambda n: (not is_shared(n), n))
 
 
+def run_scenario(name: str, env: dict, log: Path | None = None) -> tuple[float, int]:
+    t0 = time.time()
+    if log is None:
+        rc = subprocess.run(["molecule", "test", "-s", name], cwd=ROOT, env=env, check=False).returncode
+    else:
+        with log.open("w") as out:
+            rc = subprocess.run(["molecule", "test", "-s", name], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                check=False).returncode
+    return time.time() - t0, rc
+
+
 def main(argv: list[str]) -> int:
     names = scenarios([a for a in argv if a])
     env = dict(os.environ, SPARKFLEET_LAB_KEEP="1")
@@ -58,37 +71,40 @@ def main(argv: list[str]) -> int:
         # Before the integration scenarios: they need the machine's memory and CPU, not an idle lab.
         subprocess.run([sys.executable, str(ROOT / "lab" / "lab.py"), "down", "--name", SHARED_LAB], check=False)
 
-    beside = {}
-    if len(names) > 1:
-        for name in [n for n in names if n in BESIDE]:
-            names.remove(name)
-            log = open(ROOT / "reports" / f"molecule-{name}.log", "w")
-            print(f"molecule_all: === {name} (beside the others; log: reports/molecule-{name}.log)", flush=True)
-            beside[name] = (subprocess.Popen(["molecule", "test", "-s", name], cwd=ROOT, env=env, stdout=log,
-                                             stderr=subprocess.STDOUT), log, time.time())
+    # The second lane: BESIDE scenarios one after another, each logging to its own file, while this thread runs the rest.
+    lane = [n for n in BESIDE if n in names] if len(names) > 1 else []
+    lane_rows: list[tuple[str, str, float, int]] = []
+
+    def second_lane() -> None:
+        for name in lane:
+            took, rc = run_scenario(name, env, ROOT / "reports" / f"molecule-{name}.log")
+            lane_rows.append((name, "integration (beside)", took, rc))
+
+    names = [n for n in names if n not in lane]
+    thread = threading.Thread(target=second_lane)
+    if lane:
+        print(f"molecule_all: === {', '.join(lane)}: beside the others, one after another (logs: reports/molecule-NAME.log)",
+              flush=True)
+        thread.start()
     try:
         for name in names:
             if shared_up and not is_shared(name):
                 shared_down()
                 shared_up = False
             shared_up = shared_up or is_shared(name)
-            t0 = time.time()
             print(f"molecule_all: === {name}", flush=True)
-            rc = subprocess.run(["molecule", "test", "-s", name], cwd=ROOT, env=env, check=False).returncode
-            rows.append((name, "role (shared lab)" if is_shared(name) else "integration", time.time() - t0, rc))
-            if rc:
-                failed.append(name)
+            took, rc = run_scenario(name, env)
+            rows.append((name, "role (shared lab)" if is_shared(name) else "integration", took, rc))
     finally:
         if shared_up:
             shared_down()
-        for name, (proc, log, t0) in beside.items():
-            rc = proc.wait()
-            log.close()
-            print(f"molecule_all: === {name} (ran beside the others): its log\n"
-                  + (ROOT / "reports" / f"molecule-{name}.log").read_text(errors="replace"), flush=True)
-            rows.append((name, "integration (beside)", time.time() - t0, rc))
-            if rc:
-                failed.append(name)
+        if lane:
+            thread.join()
+    for name in lane:
+        print(f"molecule_all: === {name} (ran beside the others): its log\n"
+              + (ROOT / "reports" / f"molecule-{name}.log").read_text(errors="replace"), flush=True)
+    rows += lane_rows
+    failed = [n for n, _, _, rc in rows if rc]
     lines = ["| scenario | kind | seconds | result |", "| --- | --- | --- | --- |"]
     lines += [f"| {n} | {k} | {s:.0f} | {'passed' if rc == 0 else f'FAILED (rc {rc})'} |" for n, k, s, rc in rows]
     lines.append(f"| all ({len(rows)}) | | {time.time() - start:.0f} | {len(rows) - len(failed)} passed, {len(failed)} failed |")

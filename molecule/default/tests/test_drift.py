@@ -84,7 +84,9 @@ def test_planted_drift_is_named_exactly(tmp_path):
         assert f"## {a}: Write the cluster block in /etc/hosts" in md and "10.80.0.250" in md
         assert 'failures="3"' in (tmp_path / "latest.xml").read_text()
     finally:
-        fix = playbook("site.yml")
+        # Gated, as users converge: the gated drift run above named every planted change, so the gates rerun exactly
+        # those roles (a minute less than an ungated run; test_gate proves the ungated one).
+        fix = playbook("site.yml", env={"SPARKFLEET_GATE": "on"})
         assert fix.returncode == 0, fix.stdout[-2000:]
     res, report = drift(tmp_path)
     assert res.returncode == 0 and drifted(report) == {}
