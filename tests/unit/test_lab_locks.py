@@ -1,0 +1,50 @@
+"""lab/lab.py lets labs start together (scripts/molecule_all.py runs two lanes of scenarios): apt, dockerd and each image
+build are taken one at a time, through flock on files in .lab/."""
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+
+import pytest
+from conftest import ROOT
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("sparkfleet_lab", ROOT / "lab" / "lab.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "STATE", tmp_path)
+    return mod
+
+
+def held(path) -> bool:
+    """True when another open file description holds the flock (flock locks belong to one, so this process can test)."""
+    with open(path, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+def test_locked_holds_its_file_lock_only_inside(lab, tmp_path):
+    with lab.locked("engine"):
+        assert held(tmp_path / ".engine.lock")
+        assert not held(tmp_path / ".apt.lock")
+    assert not held(tmp_path / ".engine.lock")
+
+
+def test_an_image_is_inspected_and_built_under_its_own_lock(lab, tmp_path, monkeypatch):
+    seen = []
+
+    def build(suite, arch, tag):
+        name = tag.rsplit(":", 1)[1]
+        seen.append((tag, held(tmp_path / f".image-{name}.lock")))
+        return tag
+
+    monkeypatch.setattr(lab, "build_image", build)
+    tag = lab.ensure_image("bookworm", "amd64")
+    assert seen == [(tag, True)] and tag == lab.image_tag("bookworm", "amd64")
+    assert not held(tmp_path / f".image-{tag.rsplit(':', 1)[1]}.lock")
