@@ -6,7 +6,7 @@
 Two lanes when more than one scenario runs. The first: role scenarios (MOLECULE_LAB_SHARED true, the base config's
 default) share one lab, mol-roles: it is created by the first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and
 removed at the end; then the default scenario on its own lab. The second, at the same time: the BESIDE integration
-scenarios (arm64, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact cache; their logs
+scenarios (arm64, lifecycle, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact cache; their logs
 go to reports/molecule-NAME.log and are printed when both lanes are done. Every scenario runs even when one before it
 failed; the exit code is non-zero when any failed. The table goes to stdout and reports/molecule-times.md.
 SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
@@ -26,8 +26,9 @@ SHARED_LAB = "mol-roles"
 # Scenarios that run beside the others rather than after them. The whole site.yml with an emulated arm64 node takes
 # about 25 min of mostly one busy qemu process; the other scenarios leave about a third of the 2 cores idle (waits on
 # services, timers and SSH), so side by side the whole run grows by much less than 25 min.
-# fabric and kubernetes_node (own labs, 2 nodes, under 2 min each) follow it in that lane.
-BESIDE = ("arm64", "fabric", "kubernetes_node")
+# lifecycle (day 2 on its own converged lab, about 15 min), fabric and kubernetes_node (under 2 min each) follow it in
+# that lane, which then takes about as long as the role scenarios and default.
+BESIDE = ("arm64", "lifecycle", "fabric", "kubernetes_node")
 
 
 def is_shared(name: str) -> bool:

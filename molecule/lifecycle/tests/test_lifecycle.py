@@ -2,8 +2,8 @@
 added back with a planted wrong MTU on its fabric link (the gate fails, it stays out), and a rolling change whose
 canary fails, then completes.
 
-These tests change the cluster's membership: conftest runs them after every other test, in this order, and the last
-one leaves the 3-node cluster as converged."""
+They run in this order on the lifecycle scenario's own lab (they change the cluster's membership); the last one leaves
+the 3-node cluster as converged."""
 from __future__ import annotations
 
 import json
