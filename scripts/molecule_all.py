@@ -29,6 +29,9 @@ SHARED_LAB = "mol-roles"
 # lifecycle (day 2 on its own converged lab, about 15 min), fabric and kubernetes_node (under 2 min each) follow it in
 # that lane, which then takes about as long as the role scenarios and default.
 BESIDE = ("arm64", "lifecycle", "fabric", "kubernetes_node")
+# Tried once more, at the end of the lane, when they fail: why, in the table. In 1 of 4 runs on 2026-12-06 the emulated
+# arm64 node's raylet died mid-converge (stack in qemu-user's guest addresses); the other 3 and every amd64 run passed.
+TRY_AGAIN = {"arm64": "second try after a failed first (emulation has lost a process once): read reports/molecule-arm64.log"}
 
 
 def is_shared(name: str) -> bool:
@@ -77,9 +80,16 @@ def main(argv: list[str]) -> int:
     lane_rows: list[tuple[str, str, float, int]] = []
 
     def second_lane() -> None:
+        again = []
         for name in lane:
             took, rc = run_scenario(name, env, ROOT / "reports" / f"molecule-{name}.log")
             lane_rows.append((name, "integration (beside)", took, rc))
+            if rc and name in TRY_AGAIN:
+                again.append(name)
+        # After the rest of the lane, so one flake does not hold up the others.
+        for name in again:
+            took, rc = run_scenario(name, env, ROOT / "reports" / f"molecule-{name}-again.log")
+            lane_rows.append((f"{name} (again)", f"integration (beside): {TRY_AGAIN[name]}", took, rc))
 
     names = [n for n in names if n not in lane]
     thread = threading.Thread(target=second_lane)
@@ -102,13 +112,20 @@ def main(argv: list[str]) -> int:
         if lane:
             thread.join()
     for name in lane:
-        print(f"molecule_all: === {name} (ran beside the others): its log\n"
-              + (ROOT / "reports" / f"molecule-{name}.log").read_text(errors="replace"), flush=True)
+        for suffix in ("", "-again"):
+            log = ROOT / "reports" / f"molecule-{name}{suffix}.log"
+            if log.exists() and (suffix == "" or any(r[0] == f"{name} (again)" for r in lane_rows)):
+                print(f"molecule_all: === {name}{' (again)' if suffix else ''} (ran beside the others): its log\n"
+                      + log.read_text(errors="replace"), flush=True)
     rows += lane_rows
-    failed = [n for n, _, _, rc in rows if rc]
+    # A scenario tried again counts by its second try; the first failure stays in the table and the logs.
+    retried = {n.removesuffix(" (again)") for n, *_ in lane_rows if n.endswith(" (again)")}
+    failed = [n for n, _, _, rc in rows if rc and n not in retried]
     lines = ["| scenario | kind | seconds | result |", "| --- | --- | --- | --- |"]
     lines += [f"| {n} | {k} | {s:.0f} | {'passed' if rc == 0 else f'FAILED (rc {rc})'} |" for n, k, s, rc in rows]
-    lines.append(f"| all ({len(rows)}) | | {time.time() - start:.0f} | {len(rows) - len(failed)} passed, {len(failed)} failed |")
+    ok = sum(1 for r in rows if r[3] == 0)
+    lines.append(f"| all ({len(rows)} runs) | | {time.time() - start:.0f} | {ok} passed, {len(rows) - ok} failed"
+                 f"{f', {len(failed)} scenario(s) failed' if failed else ''} |")
     table = "\n".join(lines)
     (ROOT / "reports").mkdir(exist_ok=True)
     (ROOT / "reports" / "molecule-times.md").write_text(table + "\n")
