@@ -6,9 +6,10 @@
 Two lanes when more than one scenario runs. The first: role scenarios (MOLECULE_LAB_SHARED true, the base config's
 default) share one lab, mol-roles: it is created by the first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and
 removed at the end; then the default scenario on its own lab. The second, at the same time: the BESIDE integration
-scenarios (arm64, lifecycle, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact cache; their logs
-go to reports/molecule-NAME.log and are printed when both lanes are done. Every scenario runs even when one before it
-failed; the exit code is non-zero when any failed. The table goes to stdout and reports/molecule-times.md.
+scenarios (arm64, lifecycle, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact
+cache; their logs go to reports/molecule-NAME.log and are printed when both lanes are done (TRY_AGAIN scenarios get a
+second try at the end of that lane). Every scenario runs even when one before it failed; the exit code is non-zero
+when any failed. The table goes to stdout and reports/molecule-times.md.
 SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
 """
 from __future__ import annotations
@@ -66,7 +67,7 @@ def run_scenario(name: str, env: dict, log: Path | None = None) -> tuple[float, 
 def main(argv: list[str]) -> int:
     names = scenarios([a for a in argv if a])
     env = dict(os.environ, SPARKFLEET_LAB_KEEP="1")
-    rows, failed = [], []
+    rows = []
     start = time.time()
     (ROOT / "reports").mkdir(exist_ok=True)
     shared_up = False
@@ -77,19 +78,20 @@ def main(argv: list[str]) -> int:
 
     # The second lane: BESIDE scenarios one after another, each logging to its own file, while this thread runs the rest.
     lane = [n for n in BESIDE if n in names] if len(names) > 1 else []
-    lane_rows: list[tuple[str, str, float, int]] = []
+    # One row per run, with the log it wrote: (scenario, row name, kind, seconds, rc, log).
+    lane_runs: list[tuple[str, str, str, float, int, Path]] = []
+
+    def lane_run(name: str, row: str, kind: str, log: Path) -> int:
+        took, rc = run_scenario(name, env, log)
+        lane_runs.append((name, row, kind, took, rc, log))
+        return rc
 
     def second_lane() -> None:
-        again = []
-        for name in lane:
-            took, rc = run_scenario(name, env, ROOT / "reports" / f"molecule-{name}.log")
-            lane_rows.append((name, "integration (beside)", took, rc))
-            if rc and name in TRY_AGAIN:
-                again.append(name)
+        again = [n for n in lane
+                 if lane_run(n, n, "integration (beside)", ROOT / "reports" / f"molecule-{n}.log") and n in TRY_AGAIN]
         # After the rest of the lane, so one flake does not hold up the others.
-        for name in again:
-            took, rc = run_scenario(name, env, ROOT / "reports" / f"molecule-{name}-again.log")
-            lane_rows.append((f"{name} (again)", f"integration (beside): {TRY_AGAIN[name]}", took, rc))
+        for n in again:
+            lane_run(n, f"{n} (again)", f"integration (beside): {TRY_AGAIN[n]}", ROOT / "reports" / f"molecule-{n}-again.log")
 
     names = [n for n in names if n not in lane]
     thread = threading.Thread(target=second_lane)
@@ -111,23 +113,18 @@ def main(argv: list[str]) -> int:
             shared_down()
         if lane:
             thread.join()
-    for name in lane:
-        for suffix in ("", "-again"):
-            log = ROOT / "reports" / f"molecule-{name}{suffix}.log"
-            if log.exists() and (suffix == "" or any(r[0] == f"{name} (again)" for r in lane_rows)):
-                print(f"molecule_all: === {name}{' (again)' if suffix else ''} (ran beside the others): its log\n"
-                      + log.read_text(errors="replace"), flush=True)
-    rows += lane_rows
-    # A scenario tried again counts by its second try; the first failure stays in the table and the logs.
-    retried = {n.removesuffix(" (again)") for n, *_ in lane_rows if n.endswith(" (again)")}
-    failed = [n for n, _, _, rc in rows if rc and n not in retried]
+    for _, row, _, _, _, log in lane_runs:
+        print(f"molecule_all: === {row} (ran beside the others): its log\n" + log.read_text(errors="replace"), flush=True)
+    # A scenario tried again counts by its last try; the first failure stays in the table and the logs.
+    last_rc = {name: rc for name, *_, rc, _ in lane_runs}
+    failed = [n for n, _, _, rc in rows if rc] + [n for n in lane if last_rc.get(n)]
+    rows += [(row, kind, took, rc) for _, row, kind, took, rc, _ in lane_runs]
     lines = ["| scenario | kind | seconds | result |", "| --- | --- | --- | --- |"]
     lines += [f"| {n} | {k} | {s:.0f} | {'passed' if rc == 0 else f'FAILED (rc {rc})'} |" for n, k, s, rc in rows]
     ok = sum(1 for r in rows if r[3] == 0)
     lines.append(f"| all ({len(rows)} runs) | | {time.time() - start:.0f} | {ok} passed, {len(rows) - ok} failed"
                  f"{f', {len(failed)} scenario(s) failed' if failed else ''} |")
     table = "\n".join(lines)
-    (ROOT / "reports").mkdir(exist_ok=True)
     (ROOT / "reports" / "molecule-times.md").write_text(table + "\n")
     print("molecule_all: time per scenario\n" + table, flush=True)
     if failed:
