@@ -35,6 +35,10 @@ options:
     description: Largest clock offset accepted.
     type: float
     default: 0.1
+  time_sync_wait_s:
+    description: Seconds to wait (chronyc waitsync) for a node found out of sync to sync again before it fails.
+    type: int
+    default: 0
   names:
     description: Host names and the address each must resolve to.
     type: dict
@@ -218,25 +222,41 @@ class Checker:
             return result("firewall", table, "fail", "no default-drop input chain")
         return result("firewall", table, "pass", "%d rules" % sum(1 for line in out.splitlines() if "accept" in line))
 
-    def time_sync(self, max_offset):
+    def tracking(self):
+        rc, out, err = self.run(["chronyc", "-n", "tracking"])
+        fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()))
+        return rc, fields, (err or out).strip()
+
+    def time_sync(self, max_offset, wait_s=0):
         if not self.m.get_bin_path("chronyc"):
             return result("time_sync", "chrony", "fail", "chronyc not installed")
         rc, out, _ = self.run(["systemctl", "is-active", "chrony"])
         if out.strip() != "active":
             return result("time_sync", "chrony", "not_checked", "chronyd not running (%s)" % out.strip())
-        rc, out, err = self.run(["chronyc", "-n", "tracking"])
-        fields = dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()))
+        rc, fields, text = self.tracking()
+        waited = ""
+        if rc == 0 and fields.get("Leap status") not in (None, "Normal") and wait_s > 0:
+            # Out of sync just now (chronyd restarted, or it dropped its samples after a clock jump): give it its next
+            # polls (2 s apart, up to wait_s) before calling it a failure. waitsync only reads; it changes nothing.
+            tries, started = max(1, wait_s // 2), time.monotonic()
+            self.run(["chronyc", "waitsync", str(tries), "0", "0", "2"], timeout=wait_s + 10)
+            rc, fields, text = self.tracking()
+            waited = " (in sync after %.0f s of waiting)" % (time.monotonic() - started)
         if rc != 0 or "Leap status" not in fields:
-            return result("time_sync", "chrony", "fail", (err or out).strip()[:200])
+            return result("time_sync", "chrony", "fail", text[:200])
         if fields["Leap status"] != "Normal":
-            return result("time_sync", "chrony", "fail", "not synchronised (leap status %s)" % fields["Leap status"])
+            # The sources say why (none reachable, none selectable): the detail a person needs first.
+            _, sources, _ = self.run(["chronyc", "-n", "sources"])
+            lines = [" ".join(line.split()) for line in sources.splitlines() if line[:1] in "^=#" and line[1:2] in "*+-?x~"]
+            return result("time_sync", "chrony", "fail", "not synchronised (leap status %s%s); sources: %s" % (
+                fields["Leap status"], ", after %d s" % wait_s if wait_s > 0 else "", "; ".join(lines) or "none")[:400])
         try:
             offset = abs(float(fields.get("System time", "0").split()[0]))
         except ValueError:
             offset = 0.0
         if offset > max_offset:
             return result("time_sync", "chrony", "fail", "offset %.3f s > %.3f s" % (offset, max_offset))
-        return result("time_sync", "chrony", "pass", "source %s, offset %.6f s" % (fields.get("Reference ID", "?"), offset))
+        return result("time_sync", "chrony", "pass", "source %s, offset %.6f s%s" % (fields.get("Reference ID", "?"), offset, waited))
 
     def resolve(self, name, want):
         try:
@@ -407,6 +427,7 @@ def main():
             nft_table=dict(type="str", default=""),
             time_sync=dict(type="bool", default=True),
             max_time_offset_s=dict(type="float", default=0.1),
+            time_sync_wait_s=dict(type="int", default=0),
             names=dict(type="dict", default={}),
             ssh_user=dict(type="str", default=""),
             ssh_peers=dict(type="list", elements="str", default=[]),
@@ -435,7 +456,7 @@ def main():
     if p["nft_table"]:
         jobs.append((c.nft, p["nft_table"]))
     if p["time_sync"]:
-        jobs.append((c.time_sync, p["max_time_offset_s"]))
+        jobs.append((lambda off: c.time_sync(off, p["time_sync_wait_s"]), p["max_time_offset_s"]))
     jobs += [(lambda kv: c.resolve(*kv), kv) for kv in sorted(p["names"].items())]
     if p["ssh_user"]:
         jobs += [(lambda peer: c.ssh(p["ssh_user"], peer), peer) for peer in p["ssh_peers"]]

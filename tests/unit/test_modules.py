@@ -322,6 +322,50 @@ def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
     assert flaky["status"] == "pass"
 
 
+TRACKING = "Reference ID    : {ref}\nStratum         : 11\nSystem time     : 0.000001 seconds fast of NTP time\nLeap status     : {leap}\n"
+
+
+def test_node_checks_time_sync_waits_for_a_node_out_of_sync_then_names_its_sources():
+    """A node out of sync gets chronyc waitsync (bounded) first: synced by then, a pass; still out, a failure naming
+    chrony's sources (what a person needs first). Without a wait, judged at once."""
+    from ansible_collections.sparkfleet.cluster.plugins.modules.node_checks import Checker
+
+    class Fake:
+        def __init__(self, leaps):
+            self.leaps, self.calls = list(leaps), []
+
+        def get_bin_path(self, name):
+            return "/usr/bin/" + name
+
+        def run_command(self, argv):
+            argv = argv[2:]  # past "timeout N"
+            self.calls.append(argv)
+            if argv[:2] == ["systemctl", "is-active"]:
+                return 0, "active\n", ""
+            if argv[-1] == "tracking":
+                leap = self.leaps.pop(0) if len(self.leaps) > 1 else self.leaps[0]
+                return 0, TRACKING.format(ref="0A4F000B (10.79.0.11)" if leap == "Normal" else "00000000 ()", leap=leap), ""
+            if argv[-1] == "sources":
+                return 0, "MS Name/IP address Stratum Poll Reach LastRx Last sample\n" + "=" * 20 + \
+                    "\n^? 10.79.0.11    10   6     0   70m  +1ns[+1ns] +/- 1us\n", ""
+            return (0, "", "") if argv[:2] == ["chronyc", "waitsync"] else (1, "", "unexpected")
+
+    back = Fake(["Not synchronised", "Normal"])
+    r = Checker(back).time_sync(0.1, 75)
+    assert r["status"] == "pass" and "10.79.0.11" in r["detail"] and "in sync after" in r["detail"], r
+    assert ["chronyc", "waitsync", "37", "0", "0", "2"] in back.calls
+    still = Checker(Fake(["Not synchronised"])).time_sync(0.1, 75)
+    assert still["status"] == "fail", still
+    assert still["detail"].startswith("not synchronised (leap status Not synchronised, after 75 s); sources: ^? 10.79.0.11 10 6 0 70m")
+    at_once = Fake(["Not synchronised"])
+    assert Checker(at_once).time_sync(0.1)["status"] == "fail"
+    assert not any(c[:2] == ["chronyc", "waitsync"] for c in at_once.calls)
+    synced = Fake(["Normal"])
+    ok = Checker(synced).time_sync(0.1, 75)
+    assert ok["status"] == "pass" and "waiting" not in ok["detail"], ok
+    assert not any(c[:2] == ["chronyc", "waitsync"] for c in synced.calls), "a synced node is never made to wait"
+
+
 def test_node_checks_ssh_asks_again_after_a_dropped_login_never_after_a_refused_key(monkeypatch):
     """Every node logs in to every peer by every name at once: on 8 nodes logins timed out or sshd (MaxStartups) dropped
     them. Such a login is tried again; a refused key is a trust failure at once."""

@@ -1,7 +1,11 @@
 """chrony: the control node serves the cluster's time (no NTP servers given), the others follow it."""
 from __future__ import annotations
 
-from labtools import COMPUTE, CONTROL, INV, addr, host
+import json
+import os
+import subprocess
+
+from labtools import COMPUTE, CONTROL, INV, INVENTORY, PROJECT, addr, host, ssh
 
 
 def test_control_serves_the_management_network_and_the_others_follow_it():
@@ -9,7 +13,7 @@ def test_control_serves_the_management_network_and_the_others_follow_it():
     assert "local stratum 10" in ctl and f"allow {INV['vars']['sparkfleet_mgmt_cidr']}" in ctl
     for n in COMPUTE:
         conf = host(n).file("/etc/chrony/conf.d/sparkfleet.conf").content_string
-        assert f"server {addr(CONTROL)} iburst prefer" in conf and "local stratum" not in conf
+        assert f"server {addr(CONTROL)} iburst minpoll 4 maxpoll 6 prefer" in conf and "local stratum" not in conf
 
 
 def test_chronyd_runs_without_clock_control_in_a_container():
@@ -17,3 +21,30 @@ def test_chronyd_runs_without_clock_control_in_a_container():
         h = host(n)
         assert h.service("chrony").is_enabled and h.service("chrony").is_running
         assert "-x" in h.file("/etc/systemd/system/chrony.service.d/50-sparkfleet-no-clock.conf").content_string
+
+
+def time_sync_check(node: str, wait_s: int) -> dict:
+    """validate's chrony check (node_checks, time sync only) on one node, as the validate role runs it."""
+    venv = PROJECT / ".venv" / "bin"
+    res = subprocess.run([str(venv / "ansible"), node, "-i", str(INVENTORY), "-b", "-o", "-m", "sparkfleet.cluster.node_checks",
+                          "-a", json.dumps({"time_sync": True, "time_sync_wait_s": wait_s})],
+                         cwd=PROJECT, text=True, capture_output=True, timeout=wait_s + 120,
+                         env=dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), PATH=f"{venv}:{os.environ['PATH']}"))
+    assert "SUCCESS" in res.stdout, res.stdout + res.stderr
+    return next(c for c in json.loads(res.stdout.split("=>", 1)[1])["checks"] if c["check"] == "time_sync")
+
+
+def test_validate_waits_for_a_node_just_out_of_sync_and_names_the_sources_when_it_stays_out():
+    """Real chronyd: just restarted, a node is out of sync for its first polls; validate waits for them (a pass). Kept
+    offline, it stays out: a failure that names its sources. Each follows the local server at most 64 s apart."""
+    node = COMPUTE[0]
+    ssh(node, "systemctl restart chrony")
+    back = time_sync_check(node, 60)
+    assert back["status"] == "pass" and "in sync after" in back["detail"], back
+    ssh(node, "systemctl restart chrony && chronyc offline")
+    try:
+        out = time_sync_check(node, 4)
+    finally:
+        ssh(node, "chronyc online")
+    assert out["status"] == "fail", out
+    assert "not synchronised (leap status Not synchronised, after 4 s); sources: ^? " + addr(CONTROL) in out["detail"], out

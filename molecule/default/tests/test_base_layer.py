@@ -61,7 +61,7 @@ def test_chrony_control_serves_time_to_the_others():
     for n in NODES:
         if n != CONTROL:
             conf = host(n).file("/etc/chrony/conf.d/sparkfleet.conf").content_string
-            assert f"server {addr(CONTROL)} iburst prefer" in conf and "local stratum" not in conf
+            assert f"server {addr(CONTROL)} iburst minpoll 4 maxpoll 6 prefer" in conf and "local stratum" not in conf
         assert host(n).service("chrony").is_enabled and host(n).service("chrony").is_running
     # Real NTP over UDP 123 through the firewall: each node has heard the control node (reach register > 0).
     for n in NODES:
