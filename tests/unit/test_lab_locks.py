@@ -1,5 +1,5 @@
 """lab/lab.py lets labs start together (scripts/molecule_all.py runs two lanes of scenarios): apt, dockerd and each image
-build are taken one at a time, through flock on files in .lab/."""
+build are taken one at a time, through flock on files in .lab/; and what the inventory it writes sets for emulated nodes."""
 from __future__ import annotations
 
 import fcntl
@@ -48,3 +48,18 @@ def test_an_image_is_inspected_and_built_under_its_own_lock(lab, tmp_path, monke
     tag = lab.ensure_image("bookworm", "amd64")
     assert seen == [(tag, True)] and tag == lab.image_tag("bookworm", "amd64")
     assert not held(tmp_path / f".image-{tag.rsplit(':', 1)[1]}.lock")
+
+
+@pytest.mark.parametrize("arch,tolerant", [("mixed", True), ("amd64", False)])
+def test_a_lab_with_an_emulated_node_gives_ray_health_checks_time(lab, tmp_path, monkeypatch, arch, tolerant):
+    """An emulated raylet answers the head's health checks late on a busy machine: a lab with one gets Ray's health
+    check tolerance through ray_env_extra; an all-amd64 lab keeps Ray's defaults."""
+    import json
+
+    monkeypatch.setattr(lab, "ROOT", tmp_path)
+    p = lab.plan("t", 2, False, arch=arch)
+    (tmp_path / "t").mkdir()
+    lab.write_inventory(p, tmp_path / "key")
+    data = json.loads((tmp_path / "inventory" / "lab-t" / "hosts.yml").read_text().split("\n", 1)[1])
+    env = data["all"]["vars"].get("ray_env_extra", {})
+    assert (int(env.get("RAY_health_check_failure_threshold", 0)) * int(env.get("RAY_health_check_period_ms", 0)) >= 120_000) is tolerant
