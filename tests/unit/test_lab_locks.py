@@ -50,10 +50,10 @@ def test_an_image_is_inspected_and_built_under_its_own_lock(lab, tmp_path, monke
     assert not held(tmp_path / f".image-{tag.rsplit(':', 1)[1]}.lock")
 
 
-@pytest.mark.parametrize("arch,tolerant", [("mixed", True), ("amd64", False)])
-def test_a_lab_with_an_emulated_node_gives_ray_health_checks_time(lab, tmp_path, monkeypatch, arch, tolerant):
-    """An emulated raylet answers the head's health checks late on a busy machine: a lab with one gets Ray's health
-    check tolerance through ray_env_extra; an all-amd64 lab keeps Ray's defaults."""
+@pytest.mark.parametrize("arch,wait", [("mixed", 600), ("amd64", None)])
+def test_a_lab_with_an_emulated_node_waits_longer_for_ray(lab, tmp_path, monkeypatch, arch, wait):
+    """An emulated raylet exits when its emulated dashboard agent is slow to start on a busy machine, and is started
+    again: a lab with one waits 10 min for Ray's join; an all-amd64 lab keeps the role's default."""
     import json
 
     monkeypatch.setattr(lab, "ROOT", tmp_path)
@@ -61,5 +61,4 @@ def test_a_lab_with_an_emulated_node_gives_ray_health_checks_time(lab, tmp_path,
     (tmp_path / "t").mkdir()
     lab.write_inventory(p, tmp_path / "key")
     data = json.loads((tmp_path / "inventory" / "lab-t" / "hosts.yml").read_text().split("\n", 1)[1])
-    env = data["all"]["vars"].get("ray_env_extra", {})
-    assert (int(env.get("RAY_health_check_failure_threshold", 0)) * int(env.get("RAY_health_check_period_ms", 0)) >= 120_000) is tolerant
+    assert data["all"]["vars"].get("ray_join_timeout_s") == wait
