@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 
 import pytest
 from conftest import ROOT
@@ -54,8 +55,6 @@ def test_an_image_is_inspected_and_built_under_its_own_lock(lab, tmp_path, monke
 def test_a_lab_with_an_emulated_node_waits_longer_for_ray(lab, tmp_path, monkeypatch, arch, wait):
     """An emulated raylet exits when its emulated dashboard agent is slow to start on a busy machine, and is started
     again: a lab with one waits 10 min for Ray's join; an all-amd64 lab keeps the role's default."""
-    import json
-
     monkeypatch.setattr(lab, "ROOT", tmp_path)
     p = lab.plan("t", 2, False, arch=arch)
     (tmp_path / "t").mkdir()

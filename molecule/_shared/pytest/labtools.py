@@ -58,15 +58,26 @@ def host(name: str):
         ssh_extra_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
 
 
-def playbook(*args: str, inventory: Path | str = INVENTORY, env: dict | None = None,
-             timeout: float = 600) -> subprocess.CompletedProcess:
+def _ansible(tool: str, args: list[str], inventory: Path | str, env: dict | None, timeout: float) -> subprocess.CompletedProcess:
     venv_bin = PROJECT / ".venv" / "bin"
     # Role gates off unless a test asks (env={"SPARKFLEET_GATE": "on"}): a test that plants a change and converges
     # again checks the role's own tasks, whatever its footprint covers. test_gate and the drift tests run them on.
     e = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
              PATH=f"{venv_bin}:{os.environ.get('PATH', '')}", **dict({"SPARKFLEET_GATE": "off"}, **(env or {})))
-    return subprocess.run([str(venv_bin / "ansible-playbook"), "-i", str(inventory), *args], cwd=PROJECT,
+    return subprocess.run([str(venv_bin / tool), "-i", str(inventory), *args], cwd=PROJECT,
                           text=True, capture_output=True, timeout=timeout, env=e)
+
+
+def playbook(*args: str, inventory: Path | str = INVENTORY, env: dict | None = None,
+             timeout: float = 600) -> subprocess.CompletedProcess:
+    return _ansible("ansible-playbook", list(args), inventory, env, timeout)
+
+
+def module_call(node: str, module: str, args: dict, timeout: float = 120) -> dict:
+    """One module on one lab node (ansible ad hoc, become), as a role would run it: its result, or an AssertionError."""
+    res = _ansible("ansible", [node, "-b", "-o", "-m", module, "-a", json.dumps(args)], INVENTORY, None, timeout)
+    assert "SUCCESS" in res.stdout, res.stdout + res.stderr
+    return json.loads(res.stdout.split("=>", 1)[1])
 
 
 def recap(output: str) -> dict:

@@ -1,11 +1,7 @@
 """chrony: the control node serves the cluster's time (no NTP servers given), the others follow it."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-
-from labtools import COMPUTE, CONTROL, INV, INVENTORY, PROJECT, addr, host, ssh
+from labtools import COMPUTE, CONTROL, INV, addr, host, module_call, ssh
 
 
 def test_control_serves_the_management_network_and_the_others_follow_it():
@@ -25,13 +21,8 @@ def test_chronyd_runs_without_clock_control_in_a_container():
 
 def time_sync_check(node: str, wait_s: int) -> dict:
     """validate's chrony check (node_checks, time sync only) on one node, as the validate role runs it."""
-    venv = PROJECT / ".venv" / "bin"
-    res = subprocess.run([str(venv / "ansible"), node, "-i", str(INVENTORY), "-b", "-o", "-m", "sparkfleet.cluster.node_checks",
-                          "-a", json.dumps({"time_sync": True, "time_sync_wait_s": wait_s})],
-                         cwd=PROJECT, text=True, capture_output=True, timeout=wait_s + 120,
-                         env=dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), PATH=f"{venv}:{os.environ['PATH']}"))
-    assert "SUCCESS" in res.stdout, res.stdout + res.stderr
-    return next(c for c in json.loads(res.stdout.split("=>", 1)[1])["checks"] if c["check"] == "time_sync")
+    res = module_call(node, "sparkfleet.cluster.node_checks", {"time_sync": True, "time_sync_wait_s": wait_s}, timeout=wait_s + 120)
+    return next(c for c in res["checks"] if c["check"] == "time_sync")
 
 
 def test_validate_waits_for_a_node_just_out_of_sync_and_names_the_sources_when_it_stays_out():
