@@ -322,6 +322,37 @@ def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
     assert flaky["status"] == "pass"
 
 
+
+def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():
+    """The firewall check under load or emulation: a timed-out or empty `nft list table` is asked again before judging;
+    a table really missing or without a default drop fails naming that."""
+    from ansible_collections.sparkfleet.cluster.plugins.modules.node_checks import Checker
+
+    table = "table inet sparkfleet {\n chain input {\n  type filter hook input priority 0; policy drop;\n  accept\n }\n}\n"
+
+    class Fake:
+        def __init__(self, *replies):
+            self.replies, self.calls = list(replies), 0
+
+        def get_bin_path(self, name):
+            return "/usr/sbin/" + name
+
+        def run_command(self, argv):
+            self.calls += 1
+            return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+    flaky = Fake((124, "", ""), (0, "", ""), (0, table, ""))
+    assert Checker(flaky).nft("inet sparkfleet") == {"check": "firewall", "target": "inet sparkfleet", "status": "pass",
+                                                      "detail": "1 rules"}
+    assert flaky.calls == 3
+    missing = Fake((1, "", "Error: No such file or directory"))
+    res = Checker(missing).nft("inet sparkfleet")
+    assert res["status"] == "fail" and res["detail"] == "table not loaded: Error: No such file or directory"
+    slow = Checker(Fake((124, "", ""))).nft("inet sparkfleet")
+    assert slow["status"] == "fail" and "timed out 3 times" in slow["detail"]
+    open_table = Checker(Fake((0, table.replace("policy drop", "policy accept"), ""))).nft("inet sparkfleet")
+    assert open_table["detail"] == "no default-drop input chain"
+
 TRACKING = "Reference ID    : {ref}\nStratum         : 11\nSystem time     : 0.000001 seconds fast of NTP time\nLeap status     : {leap}\n"
 
 
