@@ -56,12 +56,6 @@ PACKAGES = [
 # Every capability but these: SYS_RESOURCE is not in this VM's bounding set, and with SYS_TIME
 # a node's chrony would set the host clock (../shared/notes/lab.md).
 DROP_CAPS = ["SYS_RESOURCE", "SYS_TIME"]
-# CPU weight of an emulated node against the other lab containers (Docker's default is 1024). Under qemu-user every
-# instruction costs several times more, and Ray's raylet gives its (emulated, Python) dashboard agent a fixed 15 s to
-# start: when two labs run at once the emulated node must not wait behind the native ones. Measured on this 2-core
-# machine with 4 busy loops on the host and 4 in a sibling container: an emulated Python run took 1.2 s idle, 2.9 s at
-# 1024 and 1.8 s at 8192. A weight, not a cap: an idle machine gives every node all it wants.
-EMULATED_CPU_SHARES = 8192
 # mmdebstrap customize hooks ($1 is the new root).
 IMAGE_HOOKS = [
     'install -m 755 "$LAB_DIR/node-init.sh" "$1/usr/local/sbin/sparkfleet-lab-init"',
@@ -390,9 +384,8 @@ def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
         docker("rm", "-f", "-v", cname)
     ifmap = " ".join([f"{p['mgmt']}={MGMT_IF}"] + [f"{c}={i}" for c, i, _ in zip(p["fabrics"], FABRIC_IFS, h["fabric_ips"], strict=False)])
     caps = [a for c in DROP_CAPS for a in ("--cap-drop", c)]
-    weight = ["--cpu-shares", str(EMULATED_CPU_SHARES)] if h["arch"] != "amd64" else []
     docker("create", "--name", cname, "--hostname", h["name"], "--label", f"sparkfleet.lab={p['name']}",
-           "--cap-add", "ALL", *caps, *weight, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+           "--cap-add", "ALL", *caps, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
            "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
            "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
            "-v", f"{cname}-docker:/var/lib/docker", "--stop-signal", "SIGRTMIN+3",

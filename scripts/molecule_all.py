@@ -6,7 +6,7 @@
 Two lanes when more than one scenario runs. The first: role scenarios (MOLECULE_LAB_SHARED true, the base config's
 default) share one lab, mol-roles: it is created by the first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and
 removed at the end; then the default scenario on its own lab. The second, at the same time: the BESIDE integration
-scenarios (arm64, lifecycle, fabric, kubernetes_node), one after another, each on its own lab, subnets and fact
+scenarios (lifecycle, fabric, kubernetes_node, arm64), one after another, each on its own lab, subnets and fact
 cache; their logs go to reports/molecule-NAME.log and are printed when both lanes are done (TRY_AGAIN scenarios get a
 second try at the end of that lane). Every scenario runs even when one before it failed; the exit code is non-zero
 when any failed. The table goes to stdout and reports/molecule-times.md.
@@ -24,12 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MOLECULE = ROOT / "molecule"
 SHARED_LAB = "mol-roles"
-# Scenarios that run beside the others rather than after them. The whole site.yml with an emulated arm64 node takes
-# about 25 min of mostly one busy qemu process; the other scenarios leave about a third of the 2 cores idle (waits on
+# Scenarios that run beside the others rather than after them, in this order. The whole site.yml with an emulated arm64
+# node takes about 25 min of mostly one busy qemu process; the other scenarios leave some of the 2 cores idle (waits on
 # services, timers and SSH), so side by side the whole run grows by much less than 25 min.
-# lifecycle (day 2 on its own converged lab, about 15 min), fabric and kubernetes_node (under 2 min each) follow it in
-# that lane, which then takes about as long as the role scenarios and default.
-BESIDE = ("arm64", "lifecycle", "fabric", "kubernetes_node")
+# lifecycle (day 2 on its own converged lab, about 20 min), fabric and kubernetes_node (about 2 min each) come first,
+# beside the role scenarios (ansible runs back to back: the busiest time); arm64 then runs beside default's verify,
+# which waits more, so the emulated node's Ray start (a dashboard agent with a fixed 15 s to start) meets less load.
+BESIDE = ("lifecycle", "fabric", "kubernetes_node", "arm64")
 # Tried once more, at the end of the lane, when they fail: why, in the table. In 3 of 5 runs on 2026-12-06 the emulated
 # arm64 node's raylet exited at each start (its emulated dashboard agent missed Ray's fixed 15 s port wait on the busy
 # machine); the lab now waits 10 min for a start that makes it (lab/lab.py), and this try stays as a guard.

@@ -93,13 +93,6 @@ def test_mpi_all_reduce_across_nodes():
     assert all(r[1] == str(n) and r[2] == str(n * (n + 1) // 2) for r in rows), out
 
 
-def test_scheduler_layer_is_idempotent_and_check_clean():
-    res = playbook("playbooks/scheduler.yml")
-    assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
-    res = playbook("playbooks/scheduler.yml", "--check", "--diff")
-    assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]
-
-
 def test_drift_names_a_changed_slurm_conf_a_stopped_slurmd_and_another_munge_key(tmp_path):
     a, b = COMPUTE[0], COMPUTE[-1]
     secret = secrets.token_hex(32)
