@@ -192,14 +192,23 @@ class Checker:
         rc, out, err = self.m.run_command(["timeout", str(timeout)] + argv)
         return rc, out or "", err or ""
 
-    def service(self, unit, optional=False):
-        # An empty answer happens now and then under load or emulation (seen on qemu-user arm64 lab nodes, where
-        # checks run in threads): ask again before judging.
-        for _ in range(3):
-            rc, out, err = self.run(["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState,ConditionResult"])
-            props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-            if rc == 0 and "LoadState" in props:
+    def run_until(self, argv, ok, tries=3):
+        """run(argv) until ok(rc, out) or TRIES calls; the last answer. Under load or emulation (seen on qemu-user arm64
+        lab nodes, where checks run in threads) a read-only call now and then times out (rc 124) or answers nothing:
+        ask again before judging. A real answer (a unit missing, a table open) is the same each time, and quick."""
+        for _ in range(tries):
+            rc, out, err = self.run(argv)
+            if ok(rc, out):
                 break
+        return rc, out, err
+
+    def service(self, unit, optional=False):
+        def props_of(out):
+            return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+        rc, out, err = self.run_until(["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState,ConditionResult"],
+                                      lambda rc, out: rc == 0 and "LoadState" in props_of(out))
+        props = props_of(out)
         if rc != 0 or "LoadState" not in props:
             # systemctl itself failed or timed out: that says nothing about the unit, so never "not installed".
             return result("service", unit, "fail", "systemctl show failed (rc %s): %s" % (rc, (err or out).strip()[:200]))
@@ -215,12 +224,7 @@ class Checker:
     def nft(self, table):
         if not self.m.get_bin_path("nft"):
             return result("firewall", table, "fail", "nft not installed")
-        # As for systemctl above: under load or emulation a call can time out (rc 124) or answer nothing; ask again
-        # before judging (a table really missing or open answers the same each time, quickly).
-        for _ in range(3):
-            rc, out, err = self.run(["nft", "list", "table"] + table.split())
-            if rc == 0 and "policy drop" in out:
-                break
+        rc, out, err = self.run_until(["nft", "list", "table"] + table.split(), lambda rc, out: rc == 0 and "policy drop" in out)
         if rc == 124:
             return result("firewall", table, "fail", "nft list table timed out 3 times (20 s each)")
         if rc != 0:

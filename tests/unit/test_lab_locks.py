@@ -61,4 +61,3 @@ def test_a_lab_with_an_emulated_node_waits_longer_for_ray(lab, tmp_path, monkeyp
     lab.write_inventory(p, tmp_path / "key")
     data = json.loads((tmp_path / "inventory" / "lab-t" / "hosts.yml").read_text().split("\n", 1)[1])
     assert data["all"]["vars"].get("ray_join_timeout_s") == wait
-

@@ -322,7 +322,6 @@ def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
     assert flaky["status"] == "pass"
 
 
-
 def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():
     """The firewall check under load or emulation: a timed-out or empty `nft list table` is asked again before judging;
     a table really missing or without a default drop fails naming that."""
@@ -352,6 +351,7 @@ def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():
     assert slow["status"] == "fail" and "timed out 3 times" in slow["detail"]
     open_table = Checker(Fake((0, table.replace("policy drop", "policy accept"), ""))).nft("inet sparkfleet")
     assert open_table["detail"] == "no default-drop input chain"
+
 
 TRACKING = "Reference ID    : {ref}\nStratum         : 11\nSystem time     : 0.000001 seconds fast of NTP time\nLeap status     : {leap}\n"
 
