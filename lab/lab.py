@@ -17,6 +17,10 @@ Environment: LAB_NODES (default 3), LAB_NAME (default "lab"), LAB_MGMT_CIDR, LAB
 LAB_FABRIC2_CIDR (default: the fabric's second octet + 10),
 LAB_SUITE (bookworm), LAB_MIRROR (default: this machine's Debian mirror),
 LAB_ARCH: amd64 (default), arm64 (every node arm64, like DGX Spark) or mixed (the last compute node arm64).
+LAB_PERSONA: none (default) or spark: every cluster node shows a DGX Spark's software face at the hardware boundary
+(lab/persona/: /etc/dgx-release, nvidia-smi replaying real GB10 recordings, /dev/nvidia0, the GB10's PCI functions and
+four CX-7 RDMA devices in sysfs, NVIDIA's packages as stand-ins from an apt repository the lab starts). Roles never
+test for it; the validation report marks what rests on it `persona`.
 arm64 nodes run through qemu-user-static registered in binfmt_misc with the fix-binary flag (installed and
 registered here when missing); their image is built with `mmdebstrap --architectures=arm64`. Emulated nodes are
 several times slower: keep them few.
@@ -252,8 +256,62 @@ def build_image(suite: str, arch: str, tag: str) -> str:
     return tag
 
 
+# ---------------------------------------------------------------- persona
+PERSONA_DIR = LAB_DIR / "persona"
+PERSONAS = ("none", "spark")
+REPO_PORT = 8080
+
+
+def build_persona_repo() -> Path:
+    """NVIDIA's packages as stand-ins (lab/persona/repo.json: real names, versions, dependencies; no payload) in a flat
+    apt repository under .lab/persona-repo, for amd64 and arm64. Rebuilt when the spec changes."""
+    spec = (PERSONA_DIR / "repo.json").read_text()
+    out = STATE / "persona-repo"
+    stamp = hashlib.sha256(spec.encode()).hexdigest()
+    if (out / ".stamp").exists() and (out / ".stamp").read_text() == stamp:
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    entries = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, version, depends in json.loads(spec)["packages"]:
+            for arch in ("amd64", "arm64"):
+                root = Path(tmp) / f"{name}_{arch}_{version}"
+                (root / "DEBIAN").mkdir(parents=True)
+                (root / "usr/share/doc" / name).mkdir(parents=True)
+                (root / "usr/share/doc" / name / "README.sparkfleet-lab").write_text(
+                    "sparkfleet lab stand-in: NVIDIA's package name and version, no payload.\n")
+                control = (f"Package: {name}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: sparkfleet lab <lab@sparkfleet.invalid>\n"
+                           + (f"Depends: {depends}\n" if depends else "")
+                           + "Section: non-free/libs\nPriority: optional\n"
+                           "Description: sparkfleet lab stand-in for NVIDIA's package (no payload)\n")
+                (root / "DEBIAN" / "control").write_text(control)
+                deb = out / f"{name}_{version}_{arch}.deb"
+                run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)])
+                data = deb.read_bytes()
+                entries.append(control + f"Filename: ./{deb.name}\nSize: {len(data)}\n"
+                               f"SHA256: {hashlib.sha256(data).hexdigest()}\n")
+    packages = "\n".join(entries)
+    (out / "Packages").write_text(packages)
+    (out / "Release").write_text(f"Origin: sparkfleet-lab\nLabel: NVIDIA stand-ins\nDate: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n"
+                                 f" {hashlib.sha256(packages.encode()).hexdigest()} {len(packages.encode())} Packages\n")
+    (out / ".stamp").write_text(stamp)
+    return out
+
+
+def start_repo(p: dict, tag: str, repo: Path) -> None:
+    """The lab's apt repository: a static HTTP server on the management network (the node image's python3)."""
+    cname = f"{prefix(p['name'])}-aptrepo"
+    if docker("inspect", "-f", "{{.State.Running}}", cname, check=False).stdout.strip() == "true":
+        return
+    docker("rm", "-f", cname, check=False)
+    docker("run", "-d", "--name", cname, "--label", f"sparkfleet.lab={p['name']}", "--network", f"{prefix(p['name'])}-mgmt",
+           "--ip", p["repo_ip"], "-v", f"{repo}:/srv:ro", "--entrypoint", "python3", tag,
+           "-m", "http.server", str(REPO_PORT), "--directory", "/srv")
+
+
 # ---------------------------------------------------------------- plan
-def plan(name: str, nodes: int, outsider: bool, spare: int = 0, arch: str = "amd64") -> dict:
+def plan(name: str, nodes: int, outsider: bool, spare: int = 0, arch: str = "amd64", persona: str = "none") -> dict:
     mgmt = ipaddress.ip_network(os.environ.get("LAB_MGMT_CIDR", "10.77.0.0/24"))
     fabric = ipaddress.ip_network(os.environ.get("LAB_FABRIC_CIDR", "10.78.0.0/24"))
     if fabric.version != 4:
@@ -275,8 +333,9 @@ def plan(name: str, nodes: int, outsider: bool, spare: int = 0, arch: str = "amd
             "name": f"spark-{i:02d}", "index": i, "group": "control" if i == 1 else "compute",
             "mgmt_ip": str(mgmt.network_address + 10 + i),
             "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
-            "dgx_release": i == nodes,
+            "dgx_release": i == nodes and persona == "none",
             "arch": "arm64" if arch == "arm64" or (arch == "mixed" and i == nodes) else "amd64",
+            "persona": persona,
         })
     # Spare nodes: set up like cluster nodes, in the inventory's `spare` group only, for the day-2 tests
     # (playbooks/add_node.yml moves one into the cluster).
@@ -285,14 +344,15 @@ def plan(name: str, nodes: int, outsider: bool, spare: int = 0, arch: str = "amd
             "name": f"spark-{i:02d}", "index": i, "group": "spare",
             "mgmt_ip": str(mgmt.network_address + 10 + i),
             "fabric_ips": [str(ipaddress.ip_network(f).network_address + 10 + i) for f in fabrics],
-            "dgx_release": False, "arch": "arm64" if arch == "arm64" else "amd64",
+            "dgx_release": False, "arch": "arm64" if arch == "arm64" else "amd64", "persona": persona,
         })
     if outsider:  # a machine on the management network that is not part of the cluster
         hosts.append({"name": "outsider", "index": 0, "group": "outside",
                       "mgmt_ip": str(mgmt.network_address + 200), "fabric_ips": [], "dgx_release": False,
-                      "arch": "amd64"})
+                      "arch": "amd64", "persona": "none"})
     return {"name": name, "mgmt": str(mgmt), "fabrics": fabrics, "mgmt_gw": str(mgmt.network_address + 1),
-            "fabric_gws": [str(ipaddress.ip_network(f).network_address + 1) for f in fabrics], "hosts": hosts}
+            "fabric_gws": [str(ipaddress.ip_network(f).network_address + 1) for f in fabrics], "hosts": hosts,
+            "persona": persona, "repo_ip": str(mgmt.network_address + 250)}
 
 
 def networks(p: dict) -> list[tuple[str, str, str, str]]:
@@ -341,13 +401,18 @@ def ensure_key(name: str) -> Path:
     return key
 
 
-def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: str = "amd64") -> None:
+def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: str = "amd64",
+       persona: str = "none") -> None:
     STATE.mkdir(exist_ok=True)
-    p = plan(name, nodes, outsider, spare, arch)
+    p = plan(name, nodes, outsider, spare, arch, persona)
     with locked("engine"):
         ensure_engine()
     check_clashes(p)
-    tags = {a: ensure_image(suite, a) for a in sorted({h["arch"] for h in p["hosts"]})}
+    tags = {a: ensure_image(suite, a) for a in sorted({h["arch"] for h in p["hosts"]} | ({"amd64"} if persona != "none" else set()))}
+    repo = None
+    if persona != "none":
+        with locked("persona-repo"):
+            repo = build_persona_repo()
     key = ensure_key(name)
     pub = key.with_suffix(".pub").read_text().strip()
     pre = prefix(name)
@@ -361,8 +426,10 @@ def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: 
         for c in docker("ps", "-a", "--filter", f"label=sparkfleet.lab={name}", "--format", "{{.Names}}").stdout.split():
             if c not in wanted:
                 docker("rm", "-f", "-v", c)
+        if repo:
+            start_repo(p, tags["amd64"], repo)
         for h in p["hosts"]:
-            start_node(p, h, tags[h["arch"]], pub)
+            start_node(p, h, tags[h["arch"]], pub, repo)
         # Emulated arm64 nodes boot several times slower (systemd, ssh-keygen -A under qemu).
         wait_ready(p, key, timeout=360 if any(h["arch"] != "amd64" for h in p["hosts"]) else 90)
     except (LabError, KeyboardInterrupt):
@@ -373,25 +440,32 @@ def up(name: str, nodes: int, outsider: bool, suite: str, spare: int = 0, arch: 
     log(f"{nodes} nodes up ({', '.join(h['name'] for h in p['hosts'])}); inventory in inventory/{inv_dirname(name)}/")
 
 
-def start_node(p: dict, h: dict, tag: str, pub: str) -> None:
+def start_node(p: dict, h: dict, tag: str, pub: str, repo: Path | None = None) -> None:
     pre = prefix(p["name"])
     cname = f"{pre}-{h['name']}"
-    state = docker("inspect", "-f", "{{.State.Running}} {{.Config.Image}}", cname, check=False)
+    state = docker("inspect", "-f", "{{.State.Running}} {{.Config.Image}} {{index .Config.Labels \"sparkfleet.persona\"}}", cname,
+                   check=False)
     if state.returncode == 0:
-        running, image = state.stdout.split()
-        if running == "true" and image == tag:
+        running, image, *label = state.stdout.split()
+        had = label[0] if label and not label[0].startswith("<no") else "none"
+        if running == "true" and image == tag and had == h.get("persona", "none"):
             return
         docker("rm", "-f", "-v", cname)
     ifmap = " ".join([f"{p['mgmt']}={MGMT_IF}"] + [f"{c}={i}" for c, i, _ in zip(p["fabrics"], FABRIC_IFS, h["fabric_ips"], strict=False)])
     caps = [a for c in DROP_CAPS for a in ("--cap-drop", c)]
+    persona = []
+    if h.get("persona", "none") != "none" and repo is not None:
+        persona = ["-e", f"LAB_PERSONA={h['persona']}", "-e", f"LAB_PERSONA_REPO=http://{p['repo_ip']}:{REPO_PORT}/",
+                   "-v", f"{PERSONA_DIR}:/opt/sparkfleet-persona:ro", "-v", f"{repo}:/opt/sparkfleet-persona-repo:ro"]
     docker("create", "--name", cname, "--hostname", h["name"], "--label", f"sparkfleet.lab={p['name']}",
+           "--label", f"sparkfleet.persona={h.get('persona', 'none')}",
            "--cap-add", "ALL", *caps, "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
            "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
            "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
            "-v", f"{cname}-docker:/var/lib/docker", "--stop-signal", "SIGRTMIN+3",
            "--network", f"{pre}-mgmt", "--ip", h["mgmt_ip"],
            "-e", f"LAB_IFMAP={ifmap}", "-e", f"LAB_GATEWAY={p['mgmt_gw']}", "-e", f"LAB_AUTHORIZED_KEY={pub}",
-           "-e", f"LAB_DGX_RELEASE={'1' if h['dgx_release'] else ''}", tag)
+           "-e", f"LAB_DGX_RELEASE={'1' if h['dgx_release'] else ''}", *persona, tag)
     for (net, *_), ip in zip(networks(p)[1:], h["fabric_ips"], strict=False):
         docker("network", "connect", "--ip", ip, f"{pre}-{net}", cname)
     docker("start", cname)
@@ -514,17 +588,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default=os.environ.get("LAB_SUITE", "bookworm"))
     ap.add_argument("--arch", default=os.environ.get("LAB_ARCH", "amd64"),
                     help="amd64, arm64 (every node) or mixed (the last compute node arm64)")
+    ap.add_argument("--persona", default=os.environ.get("LAB_PERSONA", "none") or "none",
+                    help="none or spark (DGX Spark's software face at the hardware boundary: lab/persona/)")
     a = ap.parse_args(argv)
     try:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,20}", a.name):
             raise LabError(f"LAB_NAME={a.name!r}: use lower-case letters, digits and '-'")
         if a.action == "up" and a.arch not in ("amd64", "arm64", "mixed"):
             raise LabError(f"LAB_ARCH={a.arch!r}: use amd64, arm64 or mixed")
+        if a.action == "up" and a.persona not in PERSONAS:
+            raise LabError(f"LAB_PERSONA={a.persona!r}: use {' or '.join(PERSONAS)}")
         if a.action == "up":
             spare = int(a.spare) if re.fullmatch(r"\d", str(a.spare).strip()) else -1
             if not 0 <= spare <= 4 or parse_nodes(a.nodes) + spare > MAX_NODES:
                 raise LabError(f"LAB_SPARE={a.spare!r}: 0 to 4 spare nodes, at most {MAX_NODES} nodes in all")
-            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite, spare, a.arch)
+            up(a.name, parse_nodes(a.nodes), a.outsider, a.suite, spare, a.arch, a.persona)
         elif a.action == "down":
             down(a.name)
         else:

@@ -46,3 +46,10 @@ if [ ! -e /var/lib/sparkfleet-lab-quirks ]; then
   fi
   : >/var/lib/sparkfleet-lab-quirks
 fi
+
+# The lab's persona (LAB_PERSONA, e.g. spark): a DGX Spark's software face at the hardware boundary, applied at every
+# boot (its sysfs mounts do not survive a restart): lab/persona/persona-init.
+persona=$(envval LAB_PERSONA)
+if [ -n "$persona" ] && [ -x /opt/sparkfleet-persona/persona-init ]; then
+  LAB_PERSONA_REPO=$(envval LAB_PERSONA_REPO) /opt/sparkfleet-persona/persona-init "$persona"
+fi

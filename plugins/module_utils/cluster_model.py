@@ -416,6 +416,15 @@ def host_errors(host, facts, hv, req):
     for var, name in wanted:
         if name and name not in ifaces:
             errors.append("%s: interface %s=%s does not exist (found: %s)" % (host, var, name, ", ".join(sorted(ifaces))))
+    # Downloads this node will make, by what it is (NVIDIA GPUs without DGX OS fetch NVIDIA's repository keys): each
+    # needs its checksum before any change, not after the base layer already ran.
+    plat = f("nvidia_platform", {}) or {}
+    gpu_not_dgx = (plat.get("gpu_count") or 0) > 0 and not plat.get("dgx_os")
+    for c in req.get("checksums", []):
+        applies = c.get("when") == "always" or (c.get("when") == "gpu_not_dgx" and gpu_not_dgx)
+        if applies and not re.fullmatch(r"[0-9a-fA-F]{64}", str(c.get("value") or "")):
+            errors.append("%s: %s must be the SHA-256 of what it downloads (%s; every download is checksummed)"
+                          % (host, c["var"], c["why"]))
     py = f("python", {}).get("version", {})
     if (py.get("major", 0), py.get("minor", 0)) < (3, 8):
         errors.append("%s: Python %s.%s on the node, need >= 3.8" % (host, py.get("major"), py.get("minor")))
