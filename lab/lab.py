@@ -267,11 +267,13 @@ def build_persona_repo() -> Path:
     apt repository under .lab/persona-repo, for amd64 and arm64. Rebuilt when the spec changes."""
     spec = (PERSONA_DIR / "repo.json").read_text()
     out = STATE / "persona-repo"
-    stamp = hashlib.sha256(spec.encode()).hexdigest()
+    stamp = hashlib.sha256((spec + "format 2").encode()).hexdigest()
     if (out / ".stamp").exists() and (out / ".stamp").read_text() == stamp:
         return out
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    # Emptied, not removed: running repository servers and nodes bind-mount this folder.
+    out.mkdir(parents=True, exist_ok=True)
+    for f in out.iterdir():
+        f.unlink()
     entries = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, version, depends in json.loads(spec)["packages"]:
@@ -531,6 +533,11 @@ def write_inventory(p: dict, key: Path) -> None:
             extra.append(g)
     if extra:
         data["all"]["vars"]["sparkfleet_extra_groups"] = extra
+    if p.get("persona", "none") != "none":
+        # The lab reaches no container registry: NVIDIA's CUDA and DCGM exporter images cannot be pulled, so the steps
+        # that run them are off here, each named in the run (a real site sets a registry mirror instead).
+        data["all"]["vars"].update({"container_runtime_gpu_check": False, "dcgm_exporter_enabled": False,
+                                    "validate_gpu_container_image": ""})
     if any(h["arch"] != "amd64" for h in p["hosts"]):
         # An emulated node's raylet gives its dashboard agent (Python, emulated) 15 s to publish its port, fixed in Ray
         # 2.60 (node_manager.cc, WaitForPersistedPort), then exits with a fatal check; systemd starts it again. On a busy

@@ -5,8 +5,8 @@ from __future__ import annotations
 from html import escape
 
 # Cell state of a node's check over all its targets: any failure wins, then a pass, else not checked.
-ORDER = ("fail", "pass", "not_checked")
-LABEL = {"fail": "FAIL", "pass": "pass", "not_checked": "n/c", None: ""}
+ORDER = ("fail", "persona", "pass", "not_checked")
+LABEL = {"fail": "FAIL", "pass": "pass", "persona": "persona", "not_checked": "n/c", None: ""}
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1d2733}
@@ -15,7 +15,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
 table{border-collapse:collapse}th,td{border:1px solid #d0d5dc;padding:4px 8px;text-align:center}
 th{background:#f2f4f7;font-weight:600}th.host{text-align:left;white-space:nowrap}
 td.pass{background:#dcf5e3;color:#0a5c26}td.fail{background:#fbdcd9;color:#8c1d18;font-weight:600}
-td.not_checked{background:#eef0f3;color:#666}td.none{background:#fff}
+td.not_checked{background:#eef0f3;color:#666}td.persona{background:#fff4d6;color:#7a5a00}td.none{background:#fff}
 td.bw{min-width:72px;color:#10243a}details{margin:4px 0}summary{cursor:pointer}
 .detail{font-size:12px;color:#333;margin:2px 0 2px 16px}.detail.fail{color:#8c1d18}
 .drift-ok{color:#0a7d32}.drift-drift,.drift-error,.drift-unreachable,.drift-timeout{color:#b3261e;font-weight:600}
@@ -73,7 +73,10 @@ def render(data: dict, drift: dict | None = None) -> str:
            f'<h1>sparkfleet validation: {escape(data["cluster"])} - '
            f'<span class="{"passed" if ok else "failed"}" id="verdict">{"PASSED" if ok else "FAILED"}</span></h1>',
            f'<p class="summary">generated {escape(data["generated_at"])} &middot; {data["passed"]} passed, '
-           f'{data["failed"]} failed, {data["not_checked"]} not checked</p>',
+           f'{data["failed"]} failed, {data["not_checked"]} not checked, {data.get("persona", 0)} persona</p>',
+           *([f'<p class="persona" id="persona">Lab persona nodes ({escape(", ".join(sorted(data["personas"])))}): '
+              'checks marked persona rest on lab stand-ins (recorded outputs, no real GPU or ConnectX). '
+              'No real hardware was verified there.</p>'] if data.get("personas") else []),
            "<h2>Checks per node</h2>", '<table id="matrix"><thead><tr><th class="host">node</th>']
     out += [f'<th data-check="{escape(c)}">{escape(c)}</th>' for c in checks]
     out.append("</tr></thead><tbody>")
@@ -147,7 +150,7 @@ def textfile(data: dict) -> str:
     lines = ["# HELP sparkfleet_validate_check Targets of a validation check on a node, by result, at the last validation.",
              "# TYPE sparkfleet_validate_check gauge"]
     for (h, c), results in sorted(cells.items()):
-        for s in ("pass", "fail", "not_checked"):
+        for s in ("pass", "fail", "not_checked", "persona"):
             n = sum(r["status"] == s for r in results)
             lines.append(f'sparkfleet_validate_check{{host="{h}",check="{c}",status="{s}"}} {n}')
     lines += ["# HELP sparkfleet_validate_failed Failed checks at the last validation.",

@@ -45,7 +45,20 @@ def vllm_argv(args):
         raise AnsibleFilterError("vllm: %s (vllm_tensor_parallel_size, vllm_pipeline_parallel_size)" % e) from e
 
 
+def unified_memory(gpus):
+    return inference.unified_memory(gpus)
+
+
+def vllm_memory_fraction(unified, memtotal_mb, explicit=None, unified_max=0.8, os_reserve_gib=16):
+    return inference.vllm_memory_fraction(unified, memtotal_mb, explicit, unified_max, os_reserve_gib)
+
+
+def vllm_env(nodes, gpus_per_node, unified):
+    return inference.vllm_env(nodes, gpus_per_node, unified)
+
+
 class FilterModule:
     def filters(self):
         return {"python_target": python_target, "python_versions": python_versions,
-                "fleet_consistency": fleet_consistency, "ray_expect": ray_expect, "vllm_argv": vllm_argv}
+                "fleet_consistency": fleet_consistency, "ray_expect": ray_expect, "vllm_argv": vllm_argv,
+                "unified_memory": unified_memory, "vllm_memory_fraction": vllm_memory_fraction, "vllm_env": vllm_env}

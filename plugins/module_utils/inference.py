@@ -112,6 +112,38 @@ def vllm_parallelism(nodes, gpus_per_node, tensor=None, pipeline=None, max_tenso
     return tp, pp
 
 
+def unified_memory(gpus):
+    """True when a GPU reports no memory of its own: nvidia-smi's memory.total [N/A] / "Not Supported" on GB10, whose
+    GPU shares the node's LPDDR5x with the CPU (gpu_facts reads that as memory_total_mib null)."""
+    return any(g.get("memory_total_mib") is None for g in gpus or [])
+
+
+def vllm_memory_fraction(unified, memtotal_mb, explicit=None, unified_max=0.8, os_reserve_gib=16, dedicated=0.9):
+    """--gpu-memory-utilization. Explicit wins. Dedicated GPU memory: `dedicated`. Unified memory (GB10): what leaves
+    the OS `os_reserve_gib`, at most `unified_max` (free memory caps near 102 of 121.7 GiB on a Spark; NVIDIA's recipes
+    use 0.8: 0.9 runs out of memory), at least 0.1."""
+    if explicit not in (None, ""):
+        return float(explicit)
+    if not unified:
+        return float(dedicated)
+    total_gib = float(memtotal_mb or 0) / 1024
+    room = 1 - float(os_reserve_gib) / total_gib if total_gib > 0 else unified_max
+    return round(max(0.1, min(float(unified_max), room)), 2)
+
+
+def vllm_env(nodes, gpus_per_node, unified):
+    """Environment of the vLLM server for its Ray workers. One GPU per node (DGX Spark): Ray's default PACK placement
+    wants every GPU of the group on one node and never fits, so SPREAD. Unified memory: Ray's memory monitor counts
+    the GPU's allocation as host memory and kills the workers, so it is off."""
+    env = {}
+    if int(nodes) > 1 and int(gpus_per_node) == 1:
+        env["VLLM_DISTRIBUTED_EXECUTOR_CONFIG"] = json.dumps({"placement_group_options": {"strategy": "SPREAD"}},
+                                                             separators=(",", ":"))
+    if unified:
+        env["RAY_memory_monitor_refresh_ms"] = "0"
+    return env
+
+
 def vllm_argv(binary, model_path, served_name, host, port, nodes, gpus_per_node, tensor=None, pipeline=None,
               gpu_memory_utilization=0.9, max_model_len=None, extra_args=(), max_tensor_nodes=4):
     """The exact command line of `vllm serve` on the Ray head."""

@@ -345,6 +345,8 @@ class Checker:
             return result("container_gpu", image or "-", "not_checked", "no NVIDIA GPU on this node")
         if not self.m.get_bin_path("docker"):
             return result("container_gpu", image, "not_checked", "docker not installed")
+        if not image:
+            return result("container_gpu", "-", "not_checked", "no CUDA image to run (validate_gpu_container_image is empty)")
         rc, out, err = self.run(["docker", "run", "--rm", "--gpus", "all", image, "nvidia-smi", "-L"], timeout=180)
         seen = sum(1 for line in out.splitlines() if line.startswith("GPU "))
         if rc != 0:

@@ -3,6 +3,7 @@ each supported OS/architecture and checked."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -42,7 +43,13 @@ def test_cuda_repository_and_pin(tmp_path, ver, arch, folder):
     assert f"URIs: https://developer.download.nvidia.com/compute/cuda/repos/{folder}/\n" in src
     assert "Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg" in src and "Suites: /" in src
     pref = (tmp_path / "preferences").read_text()
-    assert "Pin: version 580.*\nPin-Priority: 1001" in pref and "Pin: version /^(?!580\\.)/\nPin-Priority: -1" in pref
+    # The branch first at 1001, then every other version of the same packages at -1; POSIX regexes only (apt
+    # silently ignored the earlier look-ahead form); the container toolkit is not among the pinned packages.
+    assert "Pin: version 580.*\nPin-Priority: 1001" in pref and "Pin: version /^[0-9]/\nPin-Priority: -1" in pref
+    assert pref.index("Pin-Priority: 1001") < pref.index("Pin-Priority: -1") and "(?" not in pref
+    pkgs = re.search(r"^Package: /(.*)/$", pref, re.M).group(1)
+    assert re.match(pkgs, "nvidia-driver-580-open") and re.match(pkgs, "cuda-drivers") and re.match(pkgs, "libnvidia-compute-580")
+    assert not re.match(pkgs, "nvidia-container-toolkit") and not re.match(pkgs, "libnvidia-container1")
     v = json.loads((tmp_path / "vars.json").read_text())
     assert v["packages"] == ["nvidia-open", "cuda-toolkit-13-0"] and v["supported"] is True
     assert v["keyring"].endswith(f"{folder}/cuda-keyring_1.1-1_all.deb")
