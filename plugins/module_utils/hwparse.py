@@ -305,6 +305,16 @@ def read_rdma_sysfs(root="/sys"):
     return devices
 
 
+def cas_from_sysfs(devices):
+    """read_rdma_sysfs() devices -> CAs shaped as parse_ibstat() gives them, so ibstat_problems() judges either. ibstat
+    reads these same sysfs files (through libibumad): the kernel's view without the tool."""
+    return [{"name": d["name"], "ca_type": None, "firmware_version": None,
+             "ports": [{"port": p["port"], "state": (p.get("state") or "").capitalize() or None,
+                        "physical_state": p.get("physical_state"), "rate_gbps": p.get("rate_gbps"),
+                        "link_layer": p.get("link_layer")} for p in d.get("ports") or []]}
+            for d in devices or []]
+
+
 # --------------------------------------------------------------------------- PCI / platform
 NVIDIA_VENDOR = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")  # VGA, 3D controller (class code prefix)

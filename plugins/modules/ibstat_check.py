@@ -65,14 +65,23 @@ problems:
   elements: dict
   sample: [{ca: mlx5_5, port: 1, reason: "state Down, expected Active (physical state Disabled)"}]
 tool_missing:
-  description: True when ibstat is not installed.
+  description: True when ibstat is not installed (the ports were then read from sysfs).
   returned: always
   type: bool
+source:
+  description: Where the port states came from, C(ibstat) or C(sysfs) (ibstat not installed).
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import ibstat_problems, parse_ibstat
+from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
+    cas_from_sysfs,
+    ibstat_problems,
+    parse_ibstat,
+    read_rdma_sysfs,
+)
 
 
 def last_line(text):
@@ -93,13 +102,22 @@ def main():
     )
     p = module.params
     exe = module.get_bin_path("ibstat")
+    problems = []
     if not exe:
-        module.fail_json(msg="ibstat not installed (not found on PATH; package infiniband-diags)",
-                         cas=[], problems=[{"ca": None, "port": None, "reason": "ibstat not installed"}],
-                         tool_missing=True, changed=False)
+        # ibstat (infiniband-diags) reads sysfs through libibumad: without it, the same kernel view straight from sysfs.
+        devices = read_rdma_sysfs("/sys")
+        cas = cas_from_sysfs(devices)
+        if not cas:
+            problems.append({"ca": None, "port": None, "reason": "ibstat not installed and no RDMA device in sysfs"})
+        problems += ibstat_problems(cas, p["state"], p["min_rate_gbps"], p["link_layer"], p["devices"])
+        result = dict(changed=False, cas=cas, problems=problems, tool_missing=True, source="sysfs")
+        if problems and p["fail_on_problems"]:
+            module.fail_json(msg="RDMA port check (sysfs, ibstat not installed) failed: " + "; ".join(
+                "%s port %s: %s" % (x["ca"] or "-", x["port"] if x["port"] is not None else "-", x["reason"]) for x in problems),
+                **result)
+        module.exit_json(**result)
     rc, out, err = module.run_command([exe], check_rc=False)
     cas, notes = parse_ibstat(out)
-    problems = []
     if rc != 0:
         problems.append({"ca": None, "port": None,
                          "reason": "ibstat exited %d: %s" % (rc, last_line(err or out))})
@@ -109,7 +127,7 @@ def main():
     if rc == 0 and not cas and not problems:
         problems.append({"ca": None, "port": None, "reason": "ibstat listed no CA"})
     problems += ibstat_problems(cas, p["state"], p["min_rate_gbps"], p["link_layer"], p["devices"])
-    result = dict(changed=False, cas=cas, problems=problems, tool_missing=False)
+    result = dict(changed=False, cas=cas, problems=problems, tool_missing=False, source="ibstat")
     if problems and p["fail_on_problems"]:
         msg = "; ".join("%s port %s: %s" % (x["ca"] or "ibstat", x["port"] if x["port"] is not None else "-", x["reason"])
                         for x in problems)

@@ -254,3 +254,15 @@ def test_device_run_modules_agree_with_raw_outputs(fixture_text):
     assert hw.parse_cuda_version(fixture_text("device-runs/h200-2026-12-02/version.txt")) == mods["gpu_facts"]["cuda_version"]
     nv, _ = hw.parse_nvlink_status(fixture_text("device-runs/h200-2026-12-02/nvlink-status.txt"))
     assert nv == mods["nvlink_check"]["gpus"] == []
+
+
+def test_cas_from_sysfs_judged_like_ibstat_without_the_tool(tmp_path):
+    """No ibstat (infiniband-diags) on the node: the same kernel view from sysfs, judged by ibstat_problems."""
+    from sysfs_fixture import spark_sysfs
+    root = spark_sysfs(tmp_path)
+    cas = hw.cas_from_sysfs(hw.read_rdma_sysfs(str(root)))
+    assert {c["name"] for c in cas} == {"rocep1s0f0", "rocep1s0f1", "roceP2p1s0f0", "roceP2p1s0f1"}
+    probs = hw.ibstat_problems(cas, "Active", 200, "Ethernet", ["rocep1s0f0", "roceP2p1s0f0"])
+    assert probs == []
+    down = hw.ibstat_problems(cas, "Active", None, None, ["rocep1s0f1"])
+    assert down == [{"ca": "rocep1s0f1", "port": 1, "reason": "state Down, expected Active (physical state Disabled)"}]
