@@ -3,8 +3,8 @@ each supported OS/architecture and checked."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 
