@@ -258,7 +258,7 @@ def build_image(suite: str, arch: str, tag: str) -> str:
 
 # ---------------------------------------------------------------- persona
 PERSONA_DIR = LAB_DIR / "persona"
-PERSONAS = ("none", "spark")
+PERSONAS = ("none", "spark", "hgx")
 REPO_PORT = 8080
 
 
@@ -275,14 +275,18 @@ def build_persona_repo() -> Path:
     for f in out.iterdir():
         f.unlink()
     entries = []
+    units = json.loads(spec).get("units", {})
     with tempfile.TemporaryDirectory() as tmp:
-        for name, version, depends in json.loads(spec)["packages"]:
+        for name, version, depends, *files in json.loads(spec)["packages"]:
             for arch in ("amd64", "arm64"):
                 root = Path(tmp) / f"{name}_{arch}_{version}"
                 (root / "DEBIAN").mkdir(parents=True)
                 (root / "usr/share/doc" / name).mkdir(parents=True)
                 (root / "usr/share/doc" / name / "README.sparkfleet-lab").write_text(
                     "sparkfleet lab stand-in: NVIDIA's package name and version, no payload.\n")
+                for path, unit in (files[0] if files else {}).items():
+                    (root / path).parent.mkdir(parents=True, exist_ok=True)
+                    (root / path).write_text(units[unit])
                 control = (f"Package: {name}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: sparkfleet lab <lab@sparkfleet.invalid>\n"
                            + (f"Depends: {depends}\n" if depends else "")
                            + "Section: non-free/libs\nPriority: optional\n"
@@ -533,6 +537,9 @@ def write_inventory(p: dict, key: Path) -> None:
             extra.append(g)
     if extra:
         data["all"]["vars"]["sparkfleet_extra_groups"] = extra
+    if p.get("persona") == "hgx":
+        # The HGX persona replays an 8x H100 whose recorded driver is 535.161.08: its branch, as its owner would set it.
+        data["all"]["vars"]["nvidia_driver_branch"] = "535"
     if p.get("persona", "none") != "none":
         # The lab reaches no container registry: NVIDIA's CUDA and DCGM exporter images cannot be pulled, so the steps
         # that run them are off here, each named in the run (a real site sets a registry mirror instead).

@@ -30,7 +30,7 @@ SHARED_LAB = "mol-roles"
 # lifecycle (day 2 on its own converged lab, about 20 min), fabric and kubernetes_node (about 2 min each) come first,
 # beside the role scenarios (ansible runs back to back: the busiest time); arm64 then runs beside default's verify,
 # which waits more, so the emulated node's Ray start (a dashboard agent with a fixed 15 s to start) meets less load.
-BESIDE = ("lifecycle", "fabric", "kubernetes_node", "arm64")
+BESIDE = ("lifecycle", "fabric", "kubernetes_node", "hgx", "arm64")
 # Tried once more, at the end of the lane, when they fail: why, in the table. In 3 of 5 runs on 2026-12-06 the emulated
 # arm64 node's raylet exited at each start (its emulated dashboard agent missed Ray's fixed 15 s port wait on the busy
 # machine); the lab now waits 10 min for a start that makes it (lab/lab.py), and this try stays as a guard.

@@ -18,9 +18,9 @@ PERSONA = ROOT / "lab" / "persona"
 QUERY = "--query-gpu=" + ",".join(hwparse.GPU_QUERY_FIELDS)
 
 
-def smi(tmp_path, *args):
+def smi(tmp_path, *args, persona="spark"):
     marker = tmp_path / "persona"
-    marker.write_text("spark\n")
+    marker.write_text(persona + "\n")
     env = dict(os.environ, SPARKFLEET_PERSONA_DIR=str(PERSONA), SPARKFLEET_PERSONA_MARKER=str(marker))
     return subprocess.run([sys.executable, str(PERSONA / "nvidia-smi"), *args], env=env, capture_output=True, text=True)
 
@@ -51,7 +51,7 @@ def test_an_invocation_without_a_recording_fails_naming_its_arguments(tmp_path):
 
 
 def test_every_preinstalled_package_is_in_the_repository_with_nvidia_names():
-    spec = {(n, v) for n, v, _ in json.loads((PERSONA / "repo.json").read_text())["packages"]}
+    spec = {(p[0], p[1]) for p in json.loads((PERSONA / "repo.json").read_text())["packages"]}
     hw = json.loads((PERSONA / "spark" / "hardware.json").read_text())
     assert {tuple(p.split("=")) for p in hw["preinstalled"]} <= spec
     names = {n for n, _ in spec}
@@ -93,3 +93,15 @@ def test_vllm_env_spreads_one_gpu_nodes_and_stops_rays_memory_monitor_on_unified
     assert json.loads(env["VLLM_DISTRIBUTED_EXECUTOR_CONFIG"]) == {"placement_group_options": {"strategy": "SPREAD"}}
     assert env["RAY_memory_monitor_refresh_ms"] == "0"
     assert inference.vllm_env(2, 8, False) == {}  # 8-GPU nodes: PACK fits, memory is the GPU's own
+
+
+def test_hgx_persona_reads_as_eight_h100_on_a_completed_fabric(tmp_path):
+    res = smi(tmp_path, QUERY, "--format=csv,noheader,nounits", persona="hgx")
+    gpus, driver, notes = hwparse.parse_query_gpu(res.stdout)
+    assert res.returncode == 0 and notes == [] and driver == "535.161.08"
+    assert len(gpus) == 8 and {g["name"] for g in gpus} == {"NVIDIA H100 80GB HBM3"}
+    assert {(g["fabric_state"], g["fabric_status"]) for g in gpus} == {("Completed", "Success")}
+    assert gpus[0]["memory_total_mib"] == 81559 and not inference.unified_memory(gpus)
+    assert "==============NVSMI LOG==============" in smi(tmp_path, "-q", persona="hgx").stdout
+    hw = json.loads((PERSONA / "hgx" / "hardware.json").read_text())
+    assert sum(d["class"].startswith("0x0680") for d in hw["pci"]) == 4  # NVSwitches, as nvidia_platform counts them
