@@ -120,8 +120,21 @@ NVML_ERRORS = (
 )
 
 
-def classify_nvsmi_error(text, rc):
+TIMEOUT_RC = 124  # coreutils timeout: the command ran past its limit
+
+
+def bounded(argv, timeout_s, timeout_bin):
+    """argv under coreutils `timeout` (then KILL 5 s later): a GPU wedged by an Xid makes nvidia-smi hang, and a hung
+    tool must end a check by name, not stall validation or a rolling change. Unbounded when no timeout binary."""
+    if not timeout_bin or not timeout_s:
+        return list(argv)
+    return [timeout_bin, "-k", "5", str(int(timeout_s))] + list(argv)
+
+
+def classify_nvsmi_error(text, rc, timeout_s=None):
     """nvidia-smi's output and exit code -> None or {kind, message}."""
+    if rc == TIMEOUT_RC and timeout_s:
+        return {"kind": "timeout", "message": "nvidia-smi did not answer within %s s (a GPU wedged by an Xid?)" % timeout_s}
     text = (text or "").strip()
     for kind, rx in NVML_ERRORS:
         if rx.search(text):

@@ -14,6 +14,10 @@ description:
 version_added: "0.1.0"
 author: sparkfleet developers
 options:
+  timeout_s:
+    description: Longest one nvidia-smi call may take; past it the result is error kind C(timeout) (a wedged GPU).
+    type: int
+    default: 60
   nvidia_smi:
     description: Path or name of nvidia-smi (looked up on PATH).
     type: str
@@ -55,6 +59,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
     GPU_QUERY_FIELDS,
+    bounded,
     classify_nvsmi_error,
     parse_cuda_version,
     parse_query_gpu,
@@ -63,9 +68,12 @@ from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import 
 )
 
 
+def run(module, argv):
+    return module.run_command(bounded(argv, module.params["timeout_s"], module.get_bin_path("timeout")), check_rc=False)
+
+
 def query(module, exe, fields):
-    rc, out, err = module.run_command([exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
-                                      check_rc=False)
+    rc, out, err = run(module, [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"])
     return rc, out or "", err or ""
 
 
@@ -80,7 +88,7 @@ def gather(module, exe):
     while rc != 0 and unknown_field(out + err) in fields and unknown_field(out + err).startswith("fabric."):
         fields.remove(unknown_field(out + err))
         rc, out, err = query(module, exe, fields)
-    error = classify_nvsmi_error(out + "\n" + err, rc)
+    error = classify_nvsmi_error(out + "\n" + err, rc, module.params["timeout_s"])
     if error:
         facts["error"] = error
         return facts
@@ -91,10 +99,10 @@ def gather(module, exe):
                           "message": notes[0][:500] if notes else "nvidia-smi listed no GPU"}
     elif notes:
         facts["error"] = {"kind": "other", "message": "unparsed nvidia-smi output: " + notes[0][:300]}
-    rc, out, err = module.run_command([exe, "--version"], check_rc=False)
+    rc, out, err = run(module, [exe, "--version"])
     cuda = parse_cuda_version(out) if rc == 0 else None
     if cuda is None:  # drivers before --version: the banner of plain nvidia-smi has it
-        rc, out, err = module.run_command([exe], check_rc=False)
+        rc, out, err = run(module, [exe])
         cuda = parse_cuda_version(out)
     facts["cuda_version"] = cuda
     return facts
@@ -102,7 +110,8 @@ def gather(module, exe):
 
 def main():
     module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="str", default="nvidia-smi"),
-                                              rdma=dict(type="bool", default=False)),
+                                              rdma=dict(type="bool", default=False),
+                                              timeout_s=dict(type="int", default=60)),
                            supports_check_mode=True)
     name = module.params["nvidia_smi"]
     if not name or any(c in name for c in ";|&$`\n"):

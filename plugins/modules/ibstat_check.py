@@ -29,6 +29,10 @@ options:
     type: list
     elements: str
     default: []
+  timeout_s:
+    description: Longest ibstat may take; past it the check names the timeout.
+    type: int
+    default: 60
   fail_on_problems:
     description: Fail the task when problems are found. With C(false) the problems are only returned.
     type: bool
@@ -77,6 +81,8 @@ source:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
+    TIMEOUT_RC,
+    bounded,
     cas_from_sysfs,
     ibstat_problems,
     parse_ibstat,
@@ -97,6 +103,7 @@ def main():
             link_layer=dict(type="str", choices=["InfiniBand", "Ethernet"]),
             devices=dict(type="list", elements="str", default=[]),
             fail_on_problems=dict(type="bool", default=True),
+            timeout_s=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
@@ -116,7 +123,9 @@ def main():
                 "%s port %s: %s" % (x["ca"] or "-", x["port"] if x["port"] is not None else "-", x["reason"]) for x in problems),
                 **result)
         module.exit_json(**result)
-    rc, out, err = module.run_command([exe], check_rc=False)
+    rc, out, err = module.run_command(bounded([exe], p["timeout_s"], module.get_bin_path("timeout")), check_rc=False)
+    if rc == TIMEOUT_RC:
+        err = "ibstat did not answer within %d s" % p["timeout_s"]
     cas, notes = parse_ibstat(out)
     if rc != 0:
         problems.append({"ca": None, "port": None,

@@ -24,6 +24,10 @@ options:
     description: Fail the task when problems are found.
     type: bool
     default: true
+  timeout_s:
+    description: Longest the nvidia-smi call may take; past it the error kind is C(timeout) (a wedged GPU).
+    type: int
+    default: 60
 """
 
 EXAMPLES = r"""
@@ -56,6 +60,7 @@ error:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.hwparse import (
+    bounded,
     classify_nvsmi_error,
     nvlink_problems,
     parse_nvlink_status,
@@ -68,6 +73,7 @@ def main():
             min_active_links=dict(type="int", default=0),
             min_speed_gbps=dict(type="float"),
             fail_on_problems=dict(type="bool", default=True),
+            timeout_s=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
@@ -79,8 +85,9 @@ def main():
     if not exe:
         error = {"kind": "no_driver", "message": "nvidia-smi not found on PATH (no NVIDIA driver installed)"}
     else:
-        rc, out, err = module.run_command([exe, "nvlink", "--status"], check_rc=False)
-        error = classify_nvsmi_error((out or "") + "\n" + (err or ""), rc)
+        rc, out, err = module.run_command(bounded([exe, "nvlink", "--status"], p["timeout_s"], module.get_bin_path("timeout")),
+                                          check_rc=False)
+        error = classify_nvsmi_error((out or "") + "\n" + (err or ""), rc, p["timeout_s"])
         if error is None:
             gpus, notes = parse_nvlink_status(out)
             problems += [{"gpu": None, "link": None, "reason": n[:300]} for n in notes]

@@ -420,3 +420,16 @@ def test_node_checks_ssh_asks_again_after_a_dropped_login_never_after_a_refused_
     refused = Fake((255, "", "spark@spark-02: Permission denied (publickey)."))
     r = node_checks.Checker(refused).ssh("spark", "spark-02")
     assert r["status"] == "fail" and refused.calls == 1 and "Permission denied" in r["detail"]
+
+
+def test_a_hung_nvidia_smi_is_a_named_timeout_not_a_hang(tmp_path):
+    """A GPU wedged by an Xid makes nvidia-smi hang: gpu_facts and nvlink_check end by name within their limit."""
+    tool = tmp_path / "nvidia-smi"
+    tool.parent.mkdir(exist_ok=True)
+    tool.write_text("#!/bin/sh\nexec sleep 30\n")
+    tool.chmod(0o755)
+    ok, r = run_module("gpu_facts", {"timeout_s": 1}, tmp_path)
+    assert ok and r["ansible_facts"]["nvidia"]["error"]["kind"] == "timeout", r
+    assert "did not answer within 1 s" in r["ansible_facts"]["nvidia"]["error"]["message"]
+    ok, r = run_module("nvlink_check", {"timeout_s": 1, "fail_on_problems": False}, tmp_path)
+    assert ok and r["error"]["kind"] == "timeout", r
