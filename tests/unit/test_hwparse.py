@@ -125,6 +125,18 @@ def test_query_gpu_real_h200_csv(fixture_text):
                          "fabric_state": None, "fabric_status": None}]
 
 
+@pytest.mark.parametrize("device", ["h100-device", "h200-device"])
+def test_real_device_captures_parse_and_read_as_one_gpu_without_nvlink(fixture_text, device):
+    """Both GPU machines' captures (scripts/capture-nvidia-smi.sh through the device tool): the query forms gpu_facts
+    uses, the version line, and nvlink's empty answer on a GPU without NVLink."""
+    for name in ("query-gpu-csv.txt", "query-gpu-csv-noheader.txt"):
+        gpus, driver, notes = hw.parse_query_gpu(fixture_text(f"nvidia-smi/{device}/{name}"))
+        assert notes == [] and driver == "580.159.04" and len(gpus) == 1 and gpus[0]["memory_total_mib"] > 80000
+    assert hw.parse_cuda_version(fixture_text(f"nvidia-smi/{device}/version.txt")) == "13.0"
+    assert hw.parse_nvlink_status(fixture_text(f"nvidia-smi/{device}/nvlink-status.txt")) == ([], [])
+    assert hw.unknown_field(fixture_text(f"nvidia-smi/{device}/query-gpu-bad-field.txt")) == "no.such.field"
+
+
 def test_query_gpu_gb10_not_supported_and_fabric():
     text = ("0, NVIDIA GB10, GPU-11111111-2222-3333-4444-555555555555, 0000000F:01:00.0, [N/A], 580.126.09, "
             "[Not Supported], [Not Supported]\n"
