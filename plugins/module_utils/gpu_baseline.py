@@ -10,8 +10,11 @@ import json
 # Reference figures per platform (GPU name substring -> bf16 dense matmul TFLOP/s and device copy TB/s, read plus
 # write, as the probe measures them), and where each comes from. A GPU passes at `min_share` of its reference.
 PLATFORMS = {
-    "H100": {"tflops_bf16": 800.0, "copy_tbps": 3.0, "source": "torch 2.11 on an H100 SXM 80GB, measured by sparkfleet"},
-    "H200": {"tflops_bf16": 790.0, "copy_tbps": 4.0, "source": "sparkfleet device runs (tests/fixtures/device-runs)"},
+    "H100": {"tflops_bf16": 800.0, "copy_tbps": 3.0,
+             "source": "torch 2.11 on an H100 80GB HBM3: 782-792 TFLOP/s, 3.02-3.03 TB/s (tests/fixtures/device-runs/h100-2026-12-07)"},
+    "H200": {"tflops_bf16": 790.0, "copy_tbps": 4.0,
+             "source": "the H100's measured compute (same chip) and NVIDIA's 4.8 TB/s at the H100's measured copy share; "
+                       "no H200 measured by this probe yet"},
     "B200": {"tflops_bf16": 1500.0, "copy_tbps": 6.5,
              "source": "NVIDIA's B200 datasheet (2.25 PFLOP/s dense bf16, 8 TB/s) at the H100's measured share of peak"},
     "GB10": {"tflops_bf16": 90.0, "copy_tbps": 0.2,
