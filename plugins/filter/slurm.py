@@ -29,10 +29,11 @@ def slurm_mpi_auto(hosts, probes):
     return slurm.mpi_default([probes[h] for h in hosts] if all(h in probes for h in hosts) else [])
 
 
-def munge_checks(hosts, hostvars, reference):
+def munge_checks(hosts, hostvars, reference, reference_digest=None):
     """Per host, the munge_key check: its key's sha256 (the validate role's node_checks, checksums) against the
     reference host's. A node with another key cannot talk to slurmctld: its jobs fail with 'Invalid authentication
-    credential'. Hosts where the key was not read (not Slurm, not reached) get no check."""
+    credential'. Hosts where the key was not read (not Slurm, not reached) get no check. reference_digest: the
+    reference's sha256 read apart, when the reference host is outside the play (`--limit` to compute nodes)."""
     key = "/etc/munge/munge.key"
 
     def sums(h):
@@ -40,7 +41,7 @@ def munge_checks(hosts, hostvars, reference):
 
     def digest(h):
         return sums(h).get(key)
-    ref = digest(reference)
+    ref = digest(reference) if key in sums(reference) else reference_digest
     out = {}
     for h in hosts:
         if key not in sums(h):

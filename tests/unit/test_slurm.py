@@ -71,3 +71,18 @@ def test_nccl_tests_one_half_and_wrong_values():
     bad = slurm.parse_nccl_tests(text.replace("68.66       0", "68.66       3"))
     assert bad["wrong"] == 3
     assert slurm.parse_nccl_tests("srun: error: execve(): all_reduce_perf: No such file or directory")["rows"] == []
+
+
+def test_munge_check_of_a_limited_run_compares_with_the_control_key_read_apart():
+    """`site.yml --limit spark-03`: the control node is outside the play; its key's digest, read apart, is the
+    reference (it failed 'no key on the control node' before)."""
+    from ansible_collections.sparkfleet.cluster.plugins.filter.slurm import munge_checks
+    key = "/etc/munge/munge.key"
+    hv = {"spark-03": {"_validate_node": {"checksums": {key: "a" * 64}}}, "spark-01": {}}
+    assert munge_checks(["spark-03"], hv, "spark-01")["spark-03"][0]["status"] == "fail"  # nothing to compare with
+    ok = munge_checks(["spark-03"], hv, "spark-01", "a" * 64)["spark-03"][0]
+    assert ok["status"] == "pass", ok
+    bad = munge_checks(["spark-03"], hv, "spark-01", "b" * 64)["spark-03"][0]
+    assert bad["status"] == "fail" and "differs" in bad["detail"]
+    hv["spark-01"] = {"_validate_node": {"checksums": {key: "a" * 64}}}  # in the play: its own reading wins
+    assert munge_checks(["spark-01", "spark-03"], hv, "spark-01", "b" * 64)["spark-03"][0]["status"] == "pass"

@@ -70,3 +70,13 @@ def test_conflicting_hosts_lines_are_disabled_not_deleted():
         # Docker's own line for the fabric address of the node is kept, commented out.
         assert any(line.startswith("# ") and line.endswith("# disabled by sparkfleet: conflicts with the cluster block")
                    for line in text.splitlines()), text
+
+
+def test_validation_limited_to_one_compute_node_passes():
+    """`--limit` to a compute node leaves the control node outside the play: the munge key is still compared with the
+    control node's (read apart), and the run passes instead of failing 'no key on the control node'."""
+    node = NODES[-1]
+    res = playbook("playbooks/validate.yml", "--limit", node)
+    assert res.returncode == 0, res.stdout[-3000:]
+    munge = next(c for c in latest()["hosts"][node] if c["check"] == "munge_key")
+    assert munge["status"] == "pass" and munge["detail"] == "same key as the control node", munge
