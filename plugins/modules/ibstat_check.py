@@ -112,35 +112,30 @@ def main():
     problems = []
     if not exe:
         # ibstat (infiniband-diags) reads sysfs through libibumad: without it, the same kernel view straight from sysfs.
-        devices = read_rdma_sysfs("/sys")
-        cas = cas_from_sysfs(devices)
+        cas = cas_from_sysfs(read_rdma_sysfs("/sys"))
         if not cas:
             problems.append({"ca": None, "port": None, "reason": "ibstat not installed and no RDMA device in sysfs"})
-        problems += ibstat_problems(cas, p["state"], p["min_rate_gbps"], p["link_layer"], p["devices"])
-        result = dict(changed=False, cas=cas, problems=problems, tool_missing=True, source="sysfs")
-        if problems and p["fail_on_problems"]:
-            module.fail_json(msg="RDMA port check (sysfs, ibstat not installed) failed: " + "; ".join(
-                "%s port %s: %s" % (x["ca"] or "-", x["port"] if x["port"] is not None else "-", x["reason"]) for x in problems),
-                **result)
-        module.exit_json(**result)
-    rc, out, err = module.run_command(bounded([exe], p["timeout_s"], module.get_bin_path("timeout")), check_rc=False)
-    if rc == TIMEOUT_RC:
-        err = "ibstat did not answer within %d s" % p["timeout_s"]
-    cas, notes = parse_ibstat(out)
-    if rc != 0:
-        problems.append({"ca": None, "port": None,
-                         "reason": "ibstat exited %d: %s" % (rc, last_line(err or out))})
-    for line in notes + (err or "").strip().splitlines():
-        if line.lower().startswith(("ibpanic", "ibwarn", "iberror", "ibstat:")) or "error" in line.lower():
-            problems.append({"ca": None, "port": None, "reason": line.strip()[:300]})
-    if rc == 0 and not cas and not problems:
-        problems.append({"ca": None, "port": None, "reason": "ibstat listed no CA"})
+        source, prefix, unnamed = "sysfs", "RDMA port check (sysfs, ibstat not installed) failed: ", "-"
+    else:
+        rc, out, err = module.run_command(bounded([exe], p["timeout_s"], module.get_bin_path("timeout")), check_rc=False)
+        if rc == TIMEOUT_RC:
+            err = "ibstat did not answer within %d s" % p["timeout_s"]
+        cas, notes = parse_ibstat(out)
+        if rc != 0:
+            problems.append({"ca": None, "port": None,
+                             "reason": "ibstat exited %d: %s" % (rc, last_line(err or out))})
+        for line in notes + (err or "").strip().splitlines():
+            if line.lower().startswith(("ibpanic", "ibwarn", "iberror", "ibstat:")) or "error" in line.lower():
+                problems.append({"ca": None, "port": None, "reason": line.strip()[:300]})
+        if rc == 0 and not cas and not problems:
+            problems.append({"ca": None, "port": None, "reason": "ibstat listed no CA"})
+        source, prefix, unnamed = "ibstat", "ibstat check failed: ", "ibstat"
     problems += ibstat_problems(cas, p["state"], p["min_rate_gbps"], p["link_layer"], p["devices"])
-    result = dict(changed=False, cas=cas, problems=problems, tool_missing=False, source="ibstat")
+    result = dict(changed=False, cas=cas, problems=problems, tool_missing=not exe, source=source)
     if problems and p["fail_on_problems"]:
-        msg = "; ".join("%s port %s: %s" % (x["ca"] or "ibstat", x["port"] if x["port"] is not None else "-", x["reason"])
+        msg = "; ".join("%s port %s: %s" % (x["ca"] or unnamed, x["port"] if x["port"] is not None else "-", x["reason"])
                         for x in problems)
-        module.fail_json(msg="ibstat check failed: " + msg, **result)
+        module.fail_json(msg=prefix + msg, **result)
     module.exit_json(**result)
 
 
