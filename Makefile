@@ -46,6 +46,14 @@ lint: deps
 unit: deps
 	pytest -q tests/unit
 
+# The GPU lock (vLLM, Python 3.12) installs on DGX OS 7 aarch64: uv resolves it there with every hash required (a
+# dry run: nothing downloaded), and every pin has a wheel for that platform on the index with a locked sha256.
+GPU_LOCK = roles/python_env/files/python-env-gpu.lock
+lock-check: deps
+	uv pip install --dry-run --quiet --python-platform aarch64-manylinux_2_28 --python-version 3.12 --require-hashes \
+		--target "$$(mktemp -d)" -r $(GPU_LOCK)
+	python3 -m sparkfleet_tools.wheels verify --lock $(GPU_LOCK) --python 3.12 --arch aarch64 >/dev/null
+
 # SCENARIO=fabric or ROLE=firewall runs one scenario (molecule/<name>/); default: every scenario, role scenarios
 # first on their shared lab, then the integration scenarios, with a table of the time each took.
 molecule: deps

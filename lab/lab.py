@@ -83,6 +83,8 @@ IMAGE_HOOKS = [
     # Distribution quirks of Ubuntu cloud images, on purpose: sshd keeps the first value it reads,
     # so this file wins over any drop-in sorted after it.
     'printf "PasswordAuthentication yes\\n" >"$1/etc/ssh/sshd_config.d/50-cloud-init.conf"',
+    # A node converged by an earlier sparkfleet release: its sshd drop-in, named to sort after cloud-init's.
+    'printf "# Managed by Ansible (sparkfleet ssh_trust)\\nPermitRootLogin yes\\n" >"$1/etc/ssh/sshd_config.d/50-sparkfleet.conf"',
 ]
 
 # Emulated (arm64) nodes only: qemu-user cannot open NETLINK_NETFILTER sockets ("Protocol not supported"), so nft and
@@ -544,7 +546,12 @@ def write_inventory(p: dict, key: Path) -> None:
         # The lab reaches no container registry: NVIDIA's CUDA and DCGM exporter images cannot be pulled, so the steps
         # that run them are off here, each named in the run (a real site sets a registry mirror instead).
         data["all"]["vars"].update({"container_runtime_gpu_check": False, "dcgm_exporter_enabled": False,
-                                    "validate_gpu_container_image": ""})
+                                    "validate_gpu_container_image": "",
+                                    # NVIDIA's vLLM image "from the registry mirror": the lab's repository host, where
+                                    # nothing serves a registry; the pull fails there (no traffic leaves the lab) and
+                                    # vLLM's start is skipped, named. No image has this all-zero digest.
+                                    "vllm_image_registry": f"{p['repo_ip']}:5000",
+                                    "vllm_image_digest": "sha256:" + "0" * 64})
     if any(h["arch"] != "amd64" for h in p["hosts"]):
         # An emulated node's raylet gives its dashboard agent (Python, emulated) 15 s to publish its port, fixed in Ray
         # 2.60 (node_manager.cc, WaitForPersistedPort), then exits with a fatal check; systemd starts it again. On a busy

@@ -59,7 +59,7 @@ def scenarios(wanted: list[str]) -> list[str]:
 # that default's verify leaves idle while it waits on services (about a third of the 2 cores in its last 12 minutes),
 # instead of 4 minutes alone before any scenario; alone, first, as before.
 CHECKS = "lint-unit"
-CHECKS_ARGV = ["make", "--no-print-directory", "lint", "unit"]
+CHECKS_ARGV = ["make", "--no-print-directory", "lint", "unit", "lock-check"]
 
 
 def run_scenario(name: str, env: dict, log: Path | None = None) -> tuple[float, int]:

@@ -37,12 +37,24 @@ def fleet_consistency(versions_by_host):
     return inference.fleet_consistency(versions_by_host or {})
 
 
-def vllm_argv(args):
-    """A mapping of vllm_argv's keyword arguments -> the argv list; errors name the variables."""
+def vllm_plan(hosts, args):
+    """GPU nodes + a mapping of vllm_plan's keyword arguments -> the plan; errors name the variables."""
     try:
-        return inference.vllm_argv(**args)
+        return inference.vllm_plan(hosts, **args)
     except (TypeError, ValueError) as e:
-        raise AnsibleFilterError("vllm: %s (vllm_tensor_parallel_size, vllm_pipeline_parallel_size)" % e) from e
+        raise AnsibleFilterError("vllm: %s (vllm_layout, vllm_tensor_parallel_size, vllm_pipeline_parallel_size)"
+                                 % e) from e
+
+
+def vllm_command(plan, host, args):
+    try:
+        return inference.vllm_command(plan, host, **args)
+    except (TypeError, ValueError, KeyError) as e:
+        raise AnsibleFilterError("vllm: %s (vllm_executor)" % e) from e
+
+
+def vllm_container_prefix(image, args):
+    return inference.vllm_container_prefix(image, **args)
 
 
 def unified_memory(gpus):
@@ -60,5 +72,6 @@ def vllm_env(nodes, gpus_per_node, unified):
 class FilterModule:
     def filters(self):
         return {"python_target": python_target, "python_versions": python_versions,
-                "fleet_consistency": fleet_consistency, "ray_expect": ray_expect, "vllm_argv": vllm_argv,
+                "fleet_consistency": fleet_consistency, "ray_expect": ray_expect, "vllm_plan": vllm_plan,
+                "vllm_command": vllm_command, "vllm_container_prefix": vllm_container_prefix,
                 "unified_memory": unified_memory, "vllm_memory_fraction": vllm_memory_fraction, "vllm_env": vllm_env}

@@ -378,6 +378,20 @@ def _dedupe(errors):
     return out
 
 
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def bucket_problem(name):
+    """S3's bucket naming rules (3-63 lowercase letters, digits, '.', '-'; a letter or digit at each end; no '..';
+    not an IPv4 address) -> problem text or None. A name outside them fails at the store, after the nodes changed."""
+    name = str(name)
+    if not BUCKET_RE.match(name):
+        return "is not an S3 bucket name (3-63 lowercase letters, digits, '.', '-', a letter or digit at each end)"
+    if ".." in name or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
+        return "is not an S3 bucket name (no '..', not an IP address)"
+    return None
+
+
 def host_errors(host, facts, hv, req):
     """Checks on one host's gathered facts (ansible_facts, keys without the ansible_ prefix)."""
     def f(key, default=None):
@@ -419,12 +433,21 @@ def host_errors(host, facts, hv, req):
     # Downloads this node will make, by what it is (NVIDIA GPUs without DGX OS fetch NVIDIA's repository keys): each
     # needs its checksum before any change, not after the base layer already ran.
     plat = f("nvidia_platform", {}) or {}
-    gpu_not_dgx = (plat.get("gpu_count") or 0) > 0 and not plat.get("dgx_os")
+    gpu = (plat.get("gpu_count") or 0) > 0
+    when = {"always": True, "gpu": gpu, "gpu_not_dgx": gpu and not plat.get("dgx_os"), "gpu_dgx": gpu and bool(plat.get("dgx_os"))}
     for c in req.get("checksums", []):
-        applies = c.get("when") == "always" or (c.get("when") == "gpu_not_dgx" and gpu_not_dgx)
-        if applies and not re.fullmatch(r"[0-9a-fA-F]{64}", str(c.get("value") or "")):
-            errors.append("%s: %s must be the SHA-256 of what it downloads (%s; every download is checksummed)"
-                          % (host, c["var"], c["why"]))
+        if when.get(c.get("when"), False) and not re.fullmatch(c.get("pattern") or r"[0-9a-fA-F]{64}", str(c.get("value") or "")):
+            errors.append("%s: %s must be %s (%s; every download is pinned)"
+                          % (host, c["var"], c.get("what") or "the SHA-256 of what it downloads", c["why"]))
+    for b in req.get("buckets", []):
+        for i, name in enumerate(b.get("value") or []):
+            bad = bucket_problem(name)
+            if bad:
+                errors.append("%s: %s%s=%r %s" % (host, b["var"], "[%d]" % i if b.get("list") else "", name, bad))
+    # Role choices a later layer would refuse only after the earlier layers changed the nodes.
+    for c in req.get("choices", []):
+        if c.get("value") not in c.get("allowed", []):
+            errors.append("%s: %s=%s is not one of %s" % (host, c["var"], c.get("value"), ", ".join(c.get("allowed", []))))
     py = f("python", {}).get("version", {})
     if (py.get("major", 0), py.get("minor", 0)) < (3, 8):
         errors.append("%s: Python %s.%s on the node, need >= 3.8" % (host, py.get("major"), py.get("minor")))

@@ -144,19 +144,119 @@ def vllm_env(nodes, gpus_per_node, unified):
     return env
 
 
-def vllm_argv(binary, model_path, served_name, host, port, nodes, gpus_per_node, tensor=None, pipeline=None,
-              gpu_memory_utilization=0.9, max_model_len=None, extra_args=(), max_tensor_nodes=4):
-    """The exact command line of `vllm serve` on the Ray head."""
-    tp, pp = vllm_parallelism(nodes, gpus_per_node, tensor, pipeline, max_tensor_nodes)
-    argv = [binary, "serve", model_path, "--served-model-name", served_name, "--host", host, "--port", str(port),
-            "--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp),
-            "--gpu-memory-utilization", str(gpu_memory_utilization)]
-    # One node and one GPU needs no Ray; everything else runs its workers through the Ray cluster.
-    if tp * pp > 1:
+VLLM_LAYOUTS = ("auto", "replicas", "tensor", "tensor_pipeline")
+VLLM_EXECUTORS = ("ray", "native")
+# Weights are not all an engine needs: KV cache, activations and CUDA graphs. A model "fits" a group of nodes when
+# its files take at most this share of the memory vLLM may use there.
+VLLM_WEIGHTS_SHARE = 0.75
+
+
+def vllm_plan(hosts, gpus_per_node, layout="auto", model_gib=None, node_gib=None, memory_fraction=0.9,
+              tensor=None, pipeline=None, max_tensor_nodes=4):
+    """How vLLM spreads over the GPU nodes `hosts` (inventory order) -> {layout, tensor, pipeline, group_nodes,
+    replicas, groups, idle, why}.
+
+    - replicas: one engine per node (TP = the node's GPUs), all behind the gateway: for a model that fits one node,
+      independent replicas beat tensor parallelism at high concurrency (gpt-oss-120b on 2 Sparks: 568 tok/s against
+      472 for TP 2 at concurrency 64).
+    - tensor: one engine, tensor parallel over every GPU of every node (TP 8 on 8 Sparks).
+    - tensor_pipeline: one engine, tensor parallel over up to `max_tensor_nodes` one-GPU nodes (or inside a multi-GPU
+      node), pipeline parallel over the rest (TP 4 x PP 2 on 8 Sparks).
+    - auto: the smallest power-of-two group of nodes that holds the model (its files within VLLM_WEIGHTS_SHARE of the
+      memory vLLM may use there), one replica per group; replicas when it fits one node; tensor_pipeline over all
+      nodes when its size is not known.
+    Explicit tensor/pipeline sizes win: groups of that many GPUs."""
+    hosts = list(hosts)
+    n, g = len(hosts), int(gpus_per_node or 0)
+    if n < 1 or g < 1:
+        raise ValueError("vLLM needs at least one node with a GPU (nodes=%s, gpus_per_node=%s)" % (n, gpus_per_node))
+    if layout not in VLLM_LAYOUTS:
+        raise ValueError("layout %r is not one of %s" % (layout, ", ".join(VLLM_LAYOUTS)))
+    why = ""
+    if tensor or pipeline:
+        tp, pp = int(tensor or 1), int(pipeline or 1)
+        k = max(1, -(-(tp * pp) // g))
+        if k > n:
+            raise ValueError("tensor %d x pipeline %d = %d GPUs, the cluster has %d" % (tp, pp, tp * pp, n * g))
+        layout, why = "explicit", "tensor %d x pipeline %d as set" % (tp, pp)
+    else:
+        if layout == "auto":
+            per_node = float(node_gib or 0) * float(memory_fraction) * VLLM_WEIGHTS_SHARE
+            if not model_gib or per_node <= 0:
+                layout, k = "tensor_pipeline", n
+                why = "model size not known: one engine over all %d nodes" % n
+            else:
+                k = 1
+                while k * per_node < float(model_gib) and k * 2 <= n:
+                    k *= 2
+                fits = k * per_node >= float(model_gib)
+                layout = "replicas" if k == 1 and fits else "tensor_pipeline"
+                if not fits:
+                    k = n
+                why = ("%.0f GiB of weights %s %d node(s) of %.0f GiB for weights each"
+                       % (float(model_gib), "fit" if fits else "do NOT fit even", k, per_node))
+        elif layout == "replicas":
+            k, why = 1, "one engine per node, as set"
+        else:
+            k, why = n, "one engine over all %d nodes, as set" % n
+        if layout == "replicas":
+            tp, pp = g, 1
+        elif layout == "tensor":
+            tp, pp = k * g, 1
+        else:
+            tp, pp = vllm_parallelism(k, g, max_tensor_nodes=max_tensor_nodes)
+    replicas = n // k
+    groups = [hosts[i * k:(i + 1) * k] for i in range(replicas)]
+    return {"layout": layout, "tensor": tp, "pipeline": pp, "group_nodes": k, "replicas": replicas,
+            "groups": groups, "idle": hosts[replicas * k:], "why": why}
+
+
+def vllm_command(plan, host, prefix, model_path, served_name, listen, port, master_addrs, executor="ray",
+                 master_port=29501, gpu_memory_utilization=0.9, max_model_len=None, extra_args=()):
+    """The exact `vllm serve` command line of `host` in `plan` ([] where it runs no part).
+
+    `prefix` runs vLLM (the venv's [.../bin/vllm], or `docker run ... IMAGE vllm`). `master_addrs` maps a group's
+    first node to the address its ranks meet at (the fabric). A group of one node needs no executor across nodes;
+    Ray: the group's first node runs the server and Ray starts the workers; native: every node of the group runs
+    `vllm serve` with --nnodes/--node-rank/--master-addr, those after the first --headless (no API)."""
+    if executor not in VLLM_EXECUTORS:
+        raise ValueError("executor %r is not one of %s" % (executor, ", ".join(VLLM_EXECUTORS)))
+    group = next((gr for gr in plan["groups"] if host in gr), None)
+    if group is None:
+        return []
+    rank, k = group.index(host), len(group)
+    if executor == "ray" and rank > 0:
+        return []  # Ray starts this node's workers from the group's first node
+    tp, pp = plan["tensor"], plan["pipeline"]
+    argv = list(prefix) + ["serve", model_path, "--served-model-name", served_name]
+    if rank == 0:
+        argv += ["--host", listen, "--port", str(port)]
+    argv += ["--tensor-parallel-size", str(tp), "--pipeline-parallel-size", str(pp),
+             "--gpu-memory-utilization", str(gpu_memory_utilization)]
+    if k > 1 and executor == "ray":
         argv += ["--distributed-executor-backend", "ray"]
+    elif k > 1:
+        argv += ["--distributed-executor-backend", "mp", "--nnodes", str(k), "--node-rank", str(rank),
+                 "--master-addr", str(master_addrs[group[0]]), "--master-port", str(master_port)]
+        if rank > 0:
+            argv.append("--headless")
+    elif tp * pp > 1:
+        argv += ["--distributed-executor-backend", "mp"]  # several GPUs of one node
     if max_model_len:
         argv += ["--max-model-len", str(max_model_len)]
     return argv + [str(a) for a in extra_args]
+
+
+def vllm_container_prefix(image, name="sparkfleet-vllm", models_root="/models", env_file="/etc/sparkfleet/vllm.env",
+                          rdma=False, shm_gib=16, extra=()):
+    """`docker run` for NVIDIA's vLLM image, as NVIDIA's Spark guide runs it: all GPUs, the host's network (NCCL
+    and the API on the node's own addresses) and IPC, the models read-only, the fabric's /etc/nccl.conf."""
+    argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--gpus", "all", "--network", "host", "--ipc", "host",
+            "--shm-size", "%dg" % int(shm_gib), "--ulimit", "memlock=-1", "--ulimit", "stack=67108864",
+            "--env-file", env_file, "-v", "%s:%s:ro" % (models_root, models_root), "-v", "/etc/nccl.conf:/etc/nccl.conf:ro"]
+    if rdma:
+        argv += ["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK"]
+    return argv + [str(a) for a in extra] + [image, "vllm"]
 
 
 def latency_percentiles(lines, quantiles=(0.5, 0.95, 0.99)):

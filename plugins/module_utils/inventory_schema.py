@@ -141,6 +141,9 @@ def service_problem(entry):
     on = entry.get("open_on")
     if not isinstance(on, list) or not on or not all(isinstance(g, str) for g in on):
         return "open_on=%r must be a list of inventory groups" % (on,)
+    # The comment lands in an nft ruleset as a `#` line: a line break would turn the rest into rules.
+    if "comment" in entry and (not isinstance(entry["comment"], str) or re.search(r"[\r\n]", entry["comment"])):
+        return "comment=%r must be one line of text" % (entry["comment"],)
     return None
 
 

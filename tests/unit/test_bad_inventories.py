@@ -184,6 +184,10 @@ CASES = [
     ("service-unknown-group", "ranges", var("sparkfleet_extra_services", {"jupyter": {"ports": [8888], "proto": "tcp", "from": ["admin"], "open_on": ["gpu"]}}),
      "sparkfleet_services[jupyter].open_on names the unknown group 'gpu'"),
     ("mtu-range", "ranges", var("sparkfleet_fabric_mtu", 90000), "sparkfleet_fabric_mtu=90000 must be from 1280 to 9216"),
+    # A comment becomes a `#` line of the nft ruleset: a line break there would make the rest a rule.
+    ("service-comment-lines", "ranges", var("sparkfleet_extra_services", {"jupyter": {"ports": [8888], "proto": "tcp", "from": ["admin"],
+                                                                                     "open_on": ["control"], "comment": "x\ntcp dport 22 accept"}}),
+     "comment='x\\ntcp dport 22 accept' must be one line of text"),
 ]
 
 STUB = "#!/bin/sh\necho \"$@\" >> \"$SPARKFLEET_SSH_CALLS\"\nexit 255\n"

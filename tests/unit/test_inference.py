@@ -64,24 +64,93 @@ def test_fleet_consistency_a_missing_package_differs_from_an_installed_one():
     assert out["c"][0]["detail"] == "c has ray not installed; the majority has 2.60.0 (a, b)"
 
 
-def argv(nodes, gpus, **kw):
-    return " ".join(inference.vllm_argv("/opt/sparkfleet/inference/bin/vllm", "/models/llama-70b/current", "llama-70b",
-                                        "0.0.0.0", 8000, nodes, gpus, **kw))
+SPARKS = ["spark-%02d" % i for i in range(1, 9)]
+FABRIC = {h: "192.168.100.%d" % (10 + i) for i, h in enumerate(SPARKS, 1)}
+VENV = ["/opt/sparkfleet/inference/bin/vllm"]
+GB10_GIB, GB10_FRACTION = 119.7, 0.8  # a Spark's MemTotal (GiB) and the derived --gpu-memory-utilization
 
 
-BASE = "/opt/sparkfleet/inference/bin/vllm serve /models/llama-70b/current --served-model-name llama-70b --host 0.0.0.0 --port 8000"
+def plan(nodes, **kw):
+    kw.setdefault("node_gib", GB10_GIB)
+    kw.setdefault("memory_fraction", GB10_FRACTION)
+    return inference.vllm_plan(SPARKS[:nodes], 1, **kw)
 
 
-def test_vllm_command_line_for_one_two_and_eight_sparks():
-    # One Spark: one GPU, no Ray needed.
-    assert argv(1, 1) == BASE + " --tensor-parallel-size 1 --pipeline-parallel-size 1 --gpu-memory-utilization 0.9"
-    # Two Sparks, a 70B model: tensor parallel over both.
-    assert argv(2, 1) == (BASE + " --tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.9"
-                          " --distributed-executor-backend ray")
-    # Eight Sparks, 200B+: tensor parallel over 4, pipeline over 2.
-    assert argv(8, 1, max_model_len=32768) == (
-        BASE + " --tensor-parallel-size 4 --pipeline-parallel-size 2 --gpu-memory-utilization 0.9"
-        " --distributed-executor-backend ray --max-model-len 32768")
+def cmd(p, host, executor="ray", prefix=VENV, **kw):
+    return " ".join(inference.vllm_command(p, host, prefix, "/models/m/current", "m", "0.0.0.0", 8000, FABRIC,
+                                           executor=executor, gpu_memory_utilization=GB10_FRACTION, **kw))
+
+
+SERVE = "serve /models/m/current --served-model-name m"
+API = " --host 0.0.0.0 --port 8000"
+
+
+def test_two_sparks_tp2_with_ray_and_native():
+    p = plan(2, model_gib=140)  # Llama-3.3-70B in BF16: more than one Spark holds
+    assert (p["layout"], p["tensor"], p["pipeline"], p["replicas"], p["groups"]) == (
+        "tensor_pipeline", 2, 1, 1, [["spark-01", "spark-02"]])
+    assert cmd(p, "spark-01") == ("/opt/sparkfleet/inference/bin/vllm " + SERVE + API + " --tensor-parallel-size 2"
+                                  " --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 --distributed-executor-backend ray")
+    assert cmd(p, "spark-02") == ""  # Ray starts the second rank from the first node
+    native = "--tensor-parallel-size 2 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 --distributed-executor-backend mp --nnodes 2"
+    assert cmd(p, "spark-01", "native") == ("/opt/sparkfleet/inference/bin/vllm " + SERVE + API + " " + native +
+                                            " --node-rank 0 --master-addr 192.168.100.11 --master-port 29501")
+    assert cmd(p, "spark-02", "native") == ("/opt/sparkfleet/inference/bin/vllm " + SERVE + " " + native +
+                                            " --node-rank 1 --master-addr 192.168.100.11 --master-port 29501 --headless")
+
+
+def test_eight_sparks_by_model_size():
+    # gpt-oss-120b (about 65 GiB of MXFP4 weights) fits one Spark: 8 replicas, each a plain one-GPU engine.
+    p = plan(8, model_gib=65)
+    assert (p["layout"], p["replicas"], p["tensor"], p["pipeline"]) == ("replicas", 8, 1, 1)
+    assert all(cmd(p, h, "native").endswith("--tensor-parallel-size 1 --pipeline-parallel-size 1"
+                                            " --gpu-memory-utilization 0.8") for h in SPARKS)
+    # Llama 3.1 405B in NVFP4 (about 230 GiB): groups of 4 Sparks, TP 4, two replicas.
+    p = plan(8, model_gib=230)
+    assert (p["layout"], p["replicas"], p["tensor"], p["pipeline"], p["group_nodes"]) == ("tensor_pipeline", 2, 4, 1, 4)
+    assert "--nnodes 4 --node-rank 0 --master-addr 192.168.100.15" in cmd(p, "spark-05", "native")
+    # 405B in FP8 (about 410 GiB): all 8, TP 4 x PP 2.
+    p = plan(8, model_gib=410)
+    assert (p["replicas"], p["tensor"], p["pipeline"]) == (1, 4, 2)
+    assert cmd(p, "spark-08", "native").endswith(
+        "--tensor-parallel-size 4 --pipeline-parallel-size 2 --gpu-memory-utilization 0.8 --distributed-executor-backend mp"
+        " --nnodes 8 --node-rank 7 --master-addr 192.168.100.11 --master-port 29501 --headless")
+    # TP 8 over all eight, as set.
+    p = plan(8, layout="tensor")
+    assert (p["tensor"], p["pipeline"], p["replicas"]) == (8, 1, 1)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 1" in cmd(p, "spark-01")
+    # Too big for the whole cluster: one engine over all nodes, and the plan says it does not fit.
+    p = plan(8, model_gib=1000)
+    assert p["replicas"] == 1 and "do NOT fit" in p["why"]
+    # Size unknown: one engine over all nodes, as before.
+    assert plan(8)["why"] == "model size not known: one engine over all 8 nodes"
+
+
+def test_container_runtime_wraps_the_same_command_in_nvidias_image():
+    image = "mirror.lan:5000/nvidia/vllm:26.04-py3@sha256:" + "ab" * 32
+    prefix = inference.vllm_container_prefix(image, rdma=True)
+    line = cmd(plan(2, model_gib=140), "spark-02", "native", prefix=prefix)
+    assert line.startswith("/usr/bin/docker run --rm --name sparkfleet-vllm --gpus all --network host --ipc host"
+                           " --shm-size 16g --ulimit memlock=-1 --ulimit stack=67108864 --env-file /etc/sparkfleet/vllm.env"
+                           " -v /models:/models:ro -v /etc/nccl.conf:/etc/nccl.conf:ro --device /dev/infiniband"
+                           " --cap-add IPC_LOCK " + image + " vllm serve /models/m/current"), line
+    assert line.endswith("--headless")
+
+
+def test_multi_gpu_nodes_and_explicit_sizes():
+    hgx = inference.vllm_plan(["dgx-1", "dgx-2"], 8, model_gib=140, node_gib=640, memory_fraction=0.9)
+    assert (hgx["layout"], hgx["replicas"], hgx["tensor"]) == ("replicas", 2, 8)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 1 --gpu-memory-utilization 0.8 --distributed-executor-backend mp" in \
+        cmd(hgx, "dgx-2")
+    p = plan(8, tensor=2, pipeline=1)
+    assert (p["layout"], p["replicas"], p["groups"][3]) == ("explicit", 4, ["spark-07", "spark-08"])
+    with pytest.raises(ValueError, match="tensor 16 x pipeline 1 = 16 GPUs, the cluster has 8"):
+        plan(8, tensor=16)
+    with pytest.raises(ValueError, match="layout 'tp' is not one of"):
+        plan(2, layout="tp")
+    with pytest.raises(ValueError, match="executor 'mpi' is not one of"):
+        cmd(plan(2), "spark-01", "mpi")
+    assert plan(3, model_gib=140)["idle"] == ["spark-03"]  # groups of 2 on 3 nodes: one node left out, named
 
 
 @pytest.mark.parametrize("nodes,gpus,tp,pp", [(3, 1, 1, 3), (4, 1, 4, 1), (6, 1, 2, 3), (2, 8, 8, 2), (1, 8, 8, 1)])
@@ -91,8 +160,8 @@ def test_vllm_parallelism(nodes, gpus, tp, pp):
 
 def test_vllm_explicit_sizes_win_and_too_many_gpus_is_an_error():
     assert inference.vllm_parallelism(8, 1, tensor=8, pipeline=1) == (8, 1)
-    assert "--gpu-memory-utilization 0.8 --distributed-executor-backend ray --enforce-eager" in argv(
-        2, 1, gpu_memory_utilization=0.8, extra_args=["--enforce-eager"])
+    assert cmd(plan(2), "spark-01", extra_args=["--enforce-eager"]).endswith(
+        "--gpu-memory-utilization 0.8 --distributed-executor-backend ray --enforce-eager")
     with pytest.raises(ValueError, match="tensor 4 x pipeline 1 = 4 GPUs, the cluster has 2"):
         inference.vllm_parallelism(2, 1, tensor=4)
     with pytest.raises(ValueError, match="at least one node with a GPU"):
@@ -177,3 +246,16 @@ def test_gateway_drop_in_limits_load_logs_request_time_and_answers_json_without_
     for body in conf.split("return ")[1:]:
         text = body.split("'")[1].replace("$upstream_addr", "10.77.0.11:8000").removesuffix("\\n")
         json.loads(text)
+
+
+def test_readme_shows_the_command_lines_the_code_writes():
+    """The README's inference section shows, per node, what vllm_command returns for 2 and 8 Sparks."""
+    readme = (ROOT / "README.md").read_text()
+    cases = [(2, ["spark-01", "spark-02"], "native", {"model_gib": 140}), (2, ["spark-01"], "ray", {"model_gib": 140}),
+             (8, ["spark-01"], "native", {"model_gib": 61}), (8, ["spark-01", "spark-02", "spark-05"], "native", {"model_gib": 230}),
+             (8, ["spark-01", "spark-08"], "native", {"model_gib": 410}), (8, ["spark-01", "spark-08"], "native", {"layout": "tensor"})]
+    for nodes, hosts, executor, kw in cases:
+        p = plan(nodes, **kw)
+        for h in hosts:
+            line = "  %s: %s" % (h, cmd(p, h, executor, prefix=["vllm"]))
+            assert line + "\n" in readme, line

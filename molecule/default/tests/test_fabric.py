@@ -28,11 +28,19 @@ def test_fabric_interfaces_have_addresses_and_jumbo_mtu():
             assert "configured" in ssh(n, f"networkctl list {iface} --no-pager --no-legend").stdout
 
 
-def test_nccl_environment_for_a_node_without_rdma():
+def test_nccl_environment_names_the_fabric_and_its_rdma_devices():
+    """Both halves in NCCL_SOCKET_IFNAME; NCCL_IB_HCA names the RDMA devices the node shows (a Spark persona's
+    rocep1s0f*/roceP2p1s0f*), and a node without any gets NCCL_IB_DISABLE=1 instead."""
+    both = ",".join(IFACES)
     for n in NODES:
         nccl = host(n).file("/etc/nccl.conf").content_string
-        both = ",".join(IFACES)
-        assert f"NCCL_SOCKET_IFNAME={both}" in nccl and "NCCL_IB_DISABLE=1" in nccl
+        assert f"NCCL_SOCKET_IFNAME={both}" in nccl, (n, nccl)
+        rdma = ssh(n, "ls /sys/class/infiniband 2>/dev/null || true").stdout.split()
+        if rdma:
+            hca = next(line for line in nccl.splitlines() if line.startswith("NCCL_IB_HCA="))
+            assert set(hca.split("=", 1)[1].split(",")) <= set(rdma) and "NCCL_IB_DISABLE" not in nccl, (n, nccl, rdma)
+        else:
+            assert "NCCL_IB_DISABLE=1" in nccl and "NCCL_IB_HCA" not in nccl, (n, nccl)
         prof = ssh(n, "bash -lc 'env' | grep -E '^(NCCL|UCX|OMPI)_' | sort").stdout
         assert f"UCX_NET_DEVICES={both}" in prof and f"OMPI_MCA_btl_tcp_if_include={both}" in prof
 

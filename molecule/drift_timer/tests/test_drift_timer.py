@@ -22,8 +22,7 @@ def test_drift_key_is_restricted_and_rotation_removes_the_old_one():
     for n in NODES:
         lines = drift_lines(n)
         assert len(lines) == 1, lines
-        assert lines[0].startswith(f'from="{",".join(control_ips)}",no-agent-forwarding,no-port-forwarding,'
-                                   'no-X11-forwarding,no-pty ssh-ed25519 ')
+        assert lines[0].startswith(f'from="{",".join(control_ips)}",restrict ssh-ed25519 ')
     old = drift_lines(NODES[1])[0].split()[2]
     other = NODES[1]
     # The same private key on another node does not get in: `from=` names the control node only.

@@ -21,3 +21,5 @@ def test_sshd_hardened_over_cloud_init_drop_in():
         conf = h.run("sshd -T").stdout
         assert "passwordauthentication no" in conf and "kbdinteractiveauthentication no" in conf
         assert h.user("spark").uid == 2000 and h.file("/home/spark/.ssh/id_ed25519").mode == 0o600
+        # The lab image carries an earlier release's drop-in (PermitRootLogin yes): gone, and its setting with it.
+        assert not h.file("/etc/ssh/sshd_config.d/50-sparkfleet.conf").exists and "permitrootlogin yes" not in conf
