@@ -47,7 +47,8 @@ def converged_model(tmp_path_factory):
         res = playbook(pb, "-e", MODELS, env={"SPARKFLEET_GATE": "on"}, timeout=900)
         assert res.returncode == 0, res.stdout[-3000:]
     yield res
-    gone = vllm_role(models=json.dumps({"model_sync_models": []}))
+    # The lab's inventory again: vLLM's units and targets go, the gateway is back to its one default backend.
+    gone = vllm_role("-e", "sparkfleet_roles=vllm,gateway@control", models=json.dumps({"model_sync_models": []}))
     assert "vLLM skipped on" in gone.stdout and "no model" in gone.stdout
     assert all(u == ["", ""] for u in units().values()), units()
 
