@@ -159,3 +159,87 @@ def nccl_transport(text):
     if out["network"] is None and not transports:
         out["problems"].append("no 'Using network' or channel line (NCCL_DEBUG=INFO not set, or the run ended early)")
     return out
+
+
+# What a healthy fabric measures, per platform (NVIDIA's own numbers; the user's table overrides, key by key):
+# GB10 through a switch, all_gather/all_reduce bus bandwidth >= 21.875 GB/s (10 in a ring); ib_write_bw per CX-7 half
+# about 90 Gb/s and more (92.57 measured on NVIDIA's performance guide); every fabric port at 200000 Mb/s; each CX-7
+# function's PCIe link at its capability.
+FABRIC_EXPECT = {
+    "GB10": {"port_speed_mbps": 200000, "rdma_write_gbps": 90.0, "nccl_busbw_gbps": {"switch": 21.875, "ring": 10.0},
+             "nccl_network": "IB"},
+    # DGX/HGX: no row yet (their fabrics vary: 400G InfiniBand or RoCE, rails per GPU): the user's table sets them, and
+    # until then each check says `not_checked` with that reason.
+}
+
+
+def expectations(platform, overrides=None):
+    """The platform's row merged with the user's overrides (a key set to None turns that check off)."""
+    out = dict(FABRIC_EXPECT.get(platform, {}))
+    out.update(overrides or {})
+    return out
+
+
+def _check(check, target, status, detail):
+    return {"check": check, "target": target, "status": status, "detail": detail}
+
+
+def judge_port_speed(host, port, parsed, expect_mbps):
+    """ethtool's speed against the expected one: the seed's "a link that came up at 100G"."""
+    if not expect_mbps:
+        return _check("fabric_speed", port, "not_checked", "no expected speed for this platform (set the table)")
+    got = parsed.get("speed_mbps")
+    if got is None:
+        why = "link down" if parsed.get("link_detected") is False else "; ".join(parsed.get("problems") or ["speed unknown"])
+        return _check("fabric_speed", port, "fail", "%s %s: no speed (%s), expected %d Mb/s" % (host, port, why, expect_mbps))
+    status = "pass" if got >= expect_mbps else "fail"
+    return _check("fabric_speed", port, status, "%s %s: %d Mb/s, expected %d" % (host, port, got, expect_mbps))
+
+
+def judge_pcie_links(host, links):
+    """Each function's PCIe link against its capability: a BIOS that wires the second CX-7 at Gen5 x2 halves it."""
+    out = []
+    for ln in links:
+        target = ln.get("device") or "pcie"
+        if ln["problems"]:
+            out.append(_check("pcie_link", target, "not_checked", "%s %s: %s" % (host, target, "; ".join(ln["problems"]))))
+            continue
+        detail = "%s %s: %sGT/s x%s, capable of %sGT/s x%s" % (host, target, _num(ln["speed_gts"]), ln["width"],
+                                                            _num(ln["cap_speed_gts"]), ln["cap_width"])
+        out.append(_check("pcie_link", target, "fail" if ln["downgraded"] else "pass", detail))
+    return out
+
+
+def judge_rdma_write(host, port, parsed, min_gbps):
+    """ib_write_bw's average against the floor: a CX-7 that initialised degraded reads a fine link speed and moves far
+    less."""
+    if parsed.get("error") or parsed.get("avg_gbps") is None:
+        return _check("rdma_write_bw", port, "fail", "%s %s: no bandwidth (%s)"
+                      % (host, port, parsed.get("error") or "; ".join(parsed.get("problems") or [])))
+    if not min_gbps:
+        return _check("rdma_write_bw", port, "not_checked", "%s %s: %.2f Gb/s, no floor for this platform"
+                      % (host, port, parsed["avg_gbps"]))
+    status = "pass" if parsed["avg_gbps"] >= float(min_gbps) else "fail"
+    return _check("rdma_write_bw", port, status, "%s %s: %.2f Gb/s, expected >= %s" % (host, port, parsed["avg_gbps"],
+                                                                                        _num(min_gbps)))
+
+
+def judge_nccl_transport(host, parsed, fabric_hcas, fabric_ifaces, expect="IB"):
+    """NCCL's own choice against the fabric: RDMA on the fabric's HCAs, or sockets on fabric ports only. The seed's
+    "wrong NIC" (NET/Socket on the management port) fails, naming what NCCL used."""
+    if parsed.get("network") is None:
+        return _check("nccl_transport", "nccl", "not_checked", "%s: %s" % (host, "; ".join(parsed.get("problems") or [])))
+    used_hca = [d for d in parsed["ib_devices"] if d not in fabric_hcas]
+    used_if = [i for i in parsed["socket_ifaces"] if i not in fabric_ifaces]
+    if expect == "IB" and fabric_hcas and parsed["network"] != "IB":
+        return _check("nccl_transport", "nccl", "fail", "%s: NCCL used NET/%s on %s, expected NET/IB on %s" % (
+            host, parsed["network"], ", ".join(parsed["socket_ifaces"]) or "?", ", ".join(fabric_hcas)))
+    if used_hca or used_if:
+        return _check("nccl_transport", "nccl", "fail", "%s: NCCL used %s, not fabric devices (%s)" % (
+            host, ", ".join(used_hca + used_if), ", ".join(list(fabric_hcas) + list(fabric_ifaces))))
+    on = parsed["ib_devices"] if parsed["network"] == "IB" else parsed["socket_ifaces"]
+    return _check("nccl_transport", "nccl", "pass", "%s: NET/%s on %s" % (host, parsed["network"], ", ".join(on) or "?"))
+
+
+def _num(v):
+    return ("%g" % v) if isinstance(v, float) else str(v)

@@ -55,3 +55,39 @@ def test_nccl_log_names_its_transport(fixture_text):
     assert sock["network"] == "Socket" and sock["socket_ifaces"][0] == "enp227s0f0" and sock["ib_devices"] == []
     assert sock["warnings"] and "SHM/direct/direct" in sock["transports"]
     assert pp.nccl_transport("")["problems"]
+
+
+FABRIC_IFS = ["enp1s0f0np0", "enP2p1s0f0np0"]
+HCAS = ["rocep1s0f0", "roceP2p1s0f0"]
+
+
+def test_checks_name_node_port_and_measured_against_expected(fixture_text):
+    gb10 = pp.expectations("GB10")
+    slow = pp.parse_ethtool(fixture_text("ethtool/ethtool__dgx-spark-playbooks-switch-grep-speed-100G.txt"))
+    c = pp.judge_port_speed("spark-02", "enp1s0f1np1", slow, gb10["port_speed_mbps"])
+    assert c == {"check": "fabric_speed", "target": "enp1s0f1np1", "status": "fail",
+                 "detail": "spark-02 enp1s0f1np1: 100000 Mb/s, expected 200000"}
+    assert pp.judge_port_speed("spark-02", "x", pp.parse_ethtool("Speed: Unknown!\nLink detected: no\n"), 200000)["detail"] == \
+        "spark-02 x: no speed (link down), expected 200000 Mb/s"
+    bw = pp.parse_ib_write_bw(fixture_text("perftest/ib_write_bw__dgx-spark-playbooks-perfguide-client1-gbits.txt"))
+    assert pp.judge_rdma_write("spark-01", "rocep1s0f0", bw, gb10["rdma_write_gbps"])["status"] == "pass"
+    assert pp.judge_rdma_write("spark-01", "rocep1s0f0", bw, 150)["detail"] == "spark-01 rocep1s0f0: 92.57 Gb/s, expected >= 150"
+    err = pp.parse_ib_write_bw(fixture_text("perftest/ib_write_bw-error__perftest-pr228-couldnt-connect.txt"))
+    assert pp.judge_rdma_write("spark-01", "rocep1s0f0", err, 90)["status"] == "fail"
+    [link] = pp.judge_pcie_links("spark-03", pp.parse_lspci_links(
+        "0002:01:00.0 Ethernet controller: Mellanox\n\tLnkCap:\tPort #0, Speed 32GT/s, Width x4\n\tLnkSta:\tSpeed 32GT/s, Width x2\n"))
+    assert link["status"] == "fail" and link["detail"] == "spark-03 0002:01:00.0: 32GT/s x2, capable of 32GT/s x4"
+    assert pp.expectations("GB10", {"port_speed_mbps": 100000})["port_speed_mbps"] == 100000
+
+
+def test_nccl_on_the_management_nic_is_named(fixture_text):
+    ib = pp.nccl_transport(fixture_text("nccl-debug/nccl-debug__2x-dgx-spark-NET-IB-EXCERPT.txt"))
+    assert pp.judge_nccl_transport("spark-fb97", ib, HCAS, FABRIC_IFS) == {
+        "check": "nccl_transport", "target": "nccl", "status": "pass", "detail": "spark-fb97: NET/IB on rocep1s0f0, roceP2p1s0f0"}
+    sock = pp.nccl_transport(fixture_text("nccl-tests/all_reduce_perf__nccl-tests-issue287-2xRTX5090-NCCL-WARN-debug.txt"))
+    c = pp.judge_nccl_transport("spark-01", sock, HCAS, FABRIC_IFS)
+    assert c["status"] == "fail" and c["detail"].startswith("spark-01: NCCL used NET/Socket on enp227s0f0")
+    assert c["detail"].endswith("expected NET/IB on rocep1s0f0, roceP2p1s0f0")
+    # No RDMA on the fabric (the lab): sockets are right, but only on fabric ports.
+    assert pp.judge_nccl_transport("n", sock, [], ["enp227s0f0", "enxfe1dc2e063ea"], expect="Socket")["status"] == "pass"
+    assert pp.judge_nccl_transport("n", sock, [], FABRIC_IFS, expect="Socket")["status"] == "fail"
