@@ -444,6 +444,9 @@ def host_errors(host, facts, hv, req):
             bad = bucket_problem(name)
             if bad:
                 errors.append("%s: %s%s=%r %s" % (host, b["var"], "[%d]" % i if b.get("list") else "", name, bad))
+    for r in req.get("required", []):
+        if r.get("applies") and not r.get("set"):
+            errors.append("%s: %s must be set (%s)" % (host, r["var"], r["why"]))
     # Role choices a later layer would refuse only after the earlier layers changed the nodes.
     for c in req.get("choices", []):
         if c.get("value") not in c.get("allowed", []):

@@ -59,3 +59,11 @@ def test_bucket_names_outside_s3s_rules_are_refused_before_any_change():
         "spark-02: object_store_buckets[2]='a..b' is not an S3 bucket name (no '..', not an IP address)",
         "spark-02: model_sync_bucket='10.0.0.1' is not an S3 bucket name (no '..', not an IP address)"]
     assert cm.bucket_problem("models") is None and cm.bucket_problem("team-a.v2") is None
+
+
+def test_grafana_installed_needs_its_admin_password_and_only_set_ness_reaches_preflight():
+    need = {"var": "grafana_admin_password", "set": False, "applies": True, "why": "Grafana would keep admin/admin"}
+    req = dict(REQ, checksums=[], required=[need])
+    assert errors({"gpu_count": 0}, req) == ["spark-02: grafana_admin_password must be set (Grafana would keep admin/admin)"]
+    assert errors({"gpu_count": 0}, dict(req, required=[dict(need, set=True)])) == []
+    assert errors({"gpu_count": 0}, dict(req, required=[dict(need, applies=False)])) == []
