@@ -179,7 +179,9 @@ def test_grafana_provisioning_points_at_prometheus_and_the_dashboards(rendered):
     prov = yaml.safe_load((rendered / "dashboard.yaml").read_text())["providers"][0]
     assert prov["options"]["path"] == "/var/lib/grafana/dashboards/sparkfleet" and prov["disableDeletion"]
     unit = (rendered / "grafana.service.conf").read_text()
-    assert "Environment=GF_SERVER_HTTP_ADDR=10.0.0.11" in unit and "GF_SECURITY_ADMIN_PASSWORD=s3cret-from-vault" in unit
+    assert "Environment=GF_SERVER_HTTP_ADDR=10.0.0.11" in unit
+    # The password is read from its own file: never in the unit (systemctl show, the drift diff).
+    assert "GF_SECURITY_ADMIN_PASSWORD__FILE=/etc/grafana/sparkfleet-admin-password" in unit and "s3cret" not in unit
     # Every dashboard's datasource is the provisioned one.
     for p in DASHBOARDS:
         assert {pn["datasource"]["uid"] for pn in json.loads(p.read_text())["panels"]} == {ds["uid"]}

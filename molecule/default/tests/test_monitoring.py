@@ -80,6 +80,19 @@ def test_exporters_listen_on_the_management_address_only():
         assert f"{addr(CONTROL)}:{port} " in listening, listening
 
 
+def test_prometheus_and_alertmanager_answer_admin_networks_only():
+    """Alertmanager's API silences alerts and Prometheus' shows every node: the admin networks only (this controller),
+    not the cluster's nodes nor another host on the management network."""
+    probe = ("for p in 9090 9093; do timeout 3 bash -c \"echo > /dev/tcp/%s/$p\" 2>/dev/null && echo $p=open || echo $p=closed;"
+             " done" % addr(CONTROL))
+    outsiders = [h for h, v in INV["hosts"].items() if v["group"] == "outside"]
+    for src in [n for n in NODES if n != CONTROL] + outsiders:
+        assert ssh(src, probe).stdout.split() == ["9090=closed", "9093=closed"], src
+    for port in (9090, 9093):
+        with urllib.request.urlopen(f"http://{addr(CONTROL)}:{port}/-/ready", timeout=10) as r:  # the lab's own node
+            assert r.status == 200
+
+
 def test_validation_results_are_scraped_for_every_node():
     res = wait("validation metrics", lambda: api("query", query="sparkfleet_validate_check")["result"], timeout=60)
     assert {r["metric"]["host"] for r in res} == set(NODES)
