@@ -129,5 +129,9 @@ def test_model_entries_must_be_plain_names():
 
 
 def test_readme_port_table_is_current_and_every_service_says_how_it_authenticates():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
     res = subprocess.run([sys.executable, str(ROOT / "scripts/ports_doc.py"), "--check"], text=True, capture_output=True)
     assert res.returncode == 0, res.stderr
