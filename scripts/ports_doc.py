@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+import readme_block  # scripts/, beside this file
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,21 +71,7 @@ def main() -> int:
     if missing:
         print("scripts/ports_doc.py: no AUTH entry for %s" % ", ".join(missing), file=sys.stderr)
         return 1
-    path = ROOT / "README.md"
-    text = path.read_text()
-    if BEGIN not in text or END not in text:
-        print(f"README.md lacks the markers {BEGIN} ... {END}", file=sys.stderr)
-        return 1
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    new = f"{head}{BEGIN}\n{table()}\n{END}{tail}"
-    if "--check" in sys.argv:
-        if new != text:
-            print("README.md's port table is out of date: run python3 scripts/ports_doc.py", file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(new)
-    return 0
+    return readme_block.sync(BEGIN, END, table(), "port table", "--check" in sys.argv)
 
 
 if __name__ == "__main__":

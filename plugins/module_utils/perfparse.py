@@ -14,6 +14,11 @@ import re
 _MIB_TO_GBIT = 1048576 * 8 / 1e9
 
 
+# The header's key fields: (result key, pattern, conversion). "Device" shares its line with "Dual-port".
+_IB_HEADER = (("device", r"Device\s*:\s*(\S+)", str), ("mtu", r"^Mtu\s*:\s*(\d+)", int),
+              ("link_type", r"^Link type\s*:\s*(\S+)", str), ("gid_index", r"^GID index\s*:\s*(\d+)", int))
+
+
 def parse_ib_write_bw(text):
     """ib_write_bw client output -> {device, mtu, link_type, gid_index, rows: [{bytes, iterations, peak_gbps,
     avg_gbps}], avg_gbps (the last row's average), error, problems}. Bandwidth in Gb/s whatever the report unit."""
@@ -23,18 +28,10 @@ def parse_ib_write_bw(text):
     errors = []
     for raw in (text or "").splitlines():
         line = raw.strip()
-        m = re.search(r"Device\s*:\s*(\S+)", line)
-        if m:
-            out["device"] = m.group(1)
-        m = re.match(r"Mtu\s*:\s*(\d+)", line)
-        if m:
-            out["mtu"] = int(m.group(1))
-        m = re.match(r"Link type\s*:\s*(\S+)", line)
-        if m:
-            out["link_type"] = m.group(1)
-        m = re.match(r"GID index\s*:\s*(\d+)", line)
-        if m:
-            out["gid_index"] = int(m.group(1))
+        for key, pattern, conv in _IB_HEADER:
+            m = re.search(pattern, line)
+            if m:
+                out[key] = conv(m.group(1))
         m = re.match(r"#bytes\s+#iterations\s+BW peak\[(\w+)/sec\]", line)
         if m:
             unit = m.group(1)
