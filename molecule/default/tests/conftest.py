@@ -1,6 +1,6 @@
-"""The role-gate tests run first, on the lab as converge and molecule's idempotence step (the gated no-op) left it:
-later tests change nodes by hand and repair them, and a gated no-op after them would first have to converge whatever
-they left (a whole extra site.yml run)."""
+"""The role-gate tests run first, on the lab as converge left it (they are the scenario's idempotence proof: the gated
+no-op and the ungated run): later tests change nodes by hand and repair them, and a gated no-op after them would first
+have to converge whatever they left (a whole extra site.yml run)."""
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -22,11 +23,11 @@ DIGEST = ("sha256sum /etc/docker/daemon.json /etc/hosts /etc/ssh/ssh_known_hosts
 HAND_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKsJ8m7yLrYhCqv3xQ1lS0bG7s2nM6t1oTt3r0i8b1Xc hand-added@laptop"
 
 
-def drift(tmp_path, *extra):
+def drift(tmp_path, *extra, gate="on"):
     res = subprocess.run([PY, "-m", "sparkfleet_tools.drift", "--inventory", str(INVENTORY), "--out", str(tmp_path), *extra],
                          cwd=PROJECT, text=True, capture_output=True, timeout=600,
                          # With the role gates on, as the nightly run has them: planted drift must still be named.
-                         env=dict(os.environ, PATH=f"{PROJECT}/.venv/bin:{os.environ['PATH']}", SPARKFLEET_GATE="on"))
+                         env=dict(os.environ, PATH=f"{PROJECT}/.venv/bin:{os.environ['PATH']}", SPARKFLEET_GATE=gate))
     report = json.loads((tmp_path / "latest.json").read_text())
     return res, report
 
@@ -39,58 +40,104 @@ def digests():
     return {n: ssh(n, DIGEST, check=False).stdout for n in NODES}
 
 
-def test_converged_lab_has_no_drift_and_the_textfile_metric_says_so(tmp_path):
-    prom = tmp_path / "m" / "sparkfleet_drift.prom"
-    res, report = drift(tmp_path, "--textfile", str(prom))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert report["status"] == "ok" and drifted(report) == {}
-    assert set(report["hosts"]) == set(NODES)
-    for name in ("latest.md", "latest.xml"):
-        assert (tmp_path / name).stat().st_size > 100
-    assert 'failures="0"' in (tmp_path / "latest.xml").read_text()
-    text = prom.read_text()
-    assert "sparkfleet_drift_last_run_status 0" in text
-    for n in NODES:
-        assert f'sparkfleet_drift_tasks{{host="{n}"}} 0' in text
+CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
+COMPUTE = [h for h in NODES if INV["hosts"][h]["group"] == "compute"]
+# Every long-running service sparkfleet manages on the control node, with the task that declares it running.
+SERVICES = {
+    "sparkfleet-s3": "Object storage enabled and running",
+    "sparkfleet-firewall": "Firewall unit enabled and active",
+    "docker": "Docker enabled and running",
+    "chrony": "Chrony enabled and running",
+    "slurmctld": "Slurm daemons enabled and running",
+    "prometheus": "Prometheus enabled and running",
+    "prometheus-alertmanager": "Alertmanager enabled and running",
+}
+# Handlers a drifted task would notify: the drift report lists them too (a restart the repair would make).
+HANDLERS = {"Restart docker", "Reconfigure slurm", "Restart slurmd", "Restart slurmctld", "Restart munge",
+            "Restart object storage", "Reload sshd"}
 
 
-def test_planted_drift_is_named_exactly(tmp_path):
-    a, b, c = NODES[0], NODES[1], NODES[2]
+def test_planted_drift_is_named_exactly_secrets_stay_hidden_and_a_converge_repairs_it(tmp_path):
+    """One drift run over every kind of planted change at once (each full check-mode run costs minutes on the CI
+    machine): edited files, a deleted firewall rule, a kernel setting, stopped services (every one on the control
+    node: the run must still end within its deadline and name each), Slurm's config and munge key, and files that hold
+    secrets. Every change is named on its host, nothing else is (handlers aside), no report shows a secret, the drift
+    run changes nothing, and a gated converge repairs all of it: the next drift run, every gate off (the --check --diff of
+    a converged lab), is clean, exit 0, with its metric."""
+    a, (b, c) = CONTROL, COMPUTE[:2]
+    secret = INVENTORY / ".secrets" / f"{LAB}_s3_root_secret"
+    root = secret.read_text().strip()
+    munge = secrets.token_hex(32)
+    key_line = ssh(b, "cat /home/spark/.ssh/id_ed25519").stdout.strip().splitlines()[1]
     ssh(a, f"sed -i 's/^\\(\\S*\\) {c}-fab$/10.80.0.250 {c}-fab/' /etc/hosts && grep -q '10.80.0.250 {c}-fab' /etc/hosts")
+    ssh(a, f"echo '{HAND_KEY}' >> /home/spark/.ssh/authorized_keys")
+    ssh(a, "sed -i 's/\"Read\"/\"Write\"/' /etc/sparkfleet-s3/s3.json")
     ssh(b, "h=$(nft -a list chain inet sparkfleet input | awk '/dport 50000-51000/ {print $NF; exit}'); "
            "nft delete rule inet sparkfleet input handle $h")
     ssh(b, "sysctl -qw net.ipv4.ip_local_port_range='32768 60999'")
-    ssh(c, "systemctl stop sparkfleet-firewall")
-    ssh(a, f"echo '{HAND_KEY}' >> /home/spark/.ssh/authorized_keys")
+    ssh(b, "sed -i 's/^SlurmdTimeout=300$/SlurmdTimeout=301/' /etc/slurm/slurm.conf && grep -q SlurmdTimeout=301 /etc/slurm/slurm.conf")
+    ssh(b, "echo '# edited' >> /home/spark/.ssh/id_ed25519")
+    ssh(c, "systemctl stop sparkfleet-firewall slurmd")
     ssh(c, "python3 -c \"import json; p='/etc/docker/daemon.json'; d=json.load(open(p)); "
            "d['log-opts']['max-size']='1m'; json.dump(d, open(p, 'w'))\"")
+    ssh(c, f"printf %s {munge} > /etc/munge/munge.key")
+    units = sorted(SERVICES)
     try:
         before = digests()
-        res, report = drift(tmp_path)
+        ssh(a, f"systemctl stop {' '.join(units)} docker.socket")
+        started = time.monotonic()
+        res, report = drift(tmp_path / "planted", "--deadline", "480")
+        took = time.monotonic() - started
+        ssh(a, f"systemctl start {' '.join(units)}")
         assert digests() == before, "the drift run changed a node"
-        assert res.returncode == 2, res.stdout + res.stderr
+        assert took < 480 and not report["timed_out"], res.stdout[-2000:]
+        assert res.returncode == 2, res.stdout[-2000:] + res.stderr
         assert report["status"] == "drift"
-        assert drifted(report) == {
+        want = {
             # The edited block line is both a block difference and a line that gives a cluster name another address.
-            a: ["Authorize the cluster key (and people's keys) for the cluster user",  # the key added by hand
-                "Disable other lines that give a cluster name another address", "Write the cluster block in /etc/hosts"],
-            b: ["Load the cluster ruleset (checked with nft -c first; live drift repaired)",
-                "Pin the ephemeral port range to the NCCL range"],
-            c: ["Firewall unit enabled and active",
-                "Load the cluster ruleset (checked with nft -c first; live drift repaired)",
-                "Merge our keys into daemon.json (other keys are kept)", "Restart docker"],  # the handler would run too
+            a: {"Authorize the cluster key (and people's keys) for the cluster user",  # the key added by hand
+                "Disable other lines that give a cluster name another address", "Write the cluster block in /etc/hosts",
+                "Credentials (S3 identities; never logged)", *SERVICES.values()},
+            b: {"Load the cluster ruleset (checked with nft -c first; live drift repaired)",
+                "Pin the ephemeral port range to the NCCL range", "Slurm configuration",
+                "Cluster key pair of the cluster user"},
+            c: {"Firewall unit enabled and active", "Load the cluster ruleset (checked with nft -c first; live drift repaired)",
+                "Merge our keys into daemon.json (other keys are kept)", "Slurm daemons enabled and running",
+                "The cluster's munge key (identical on every node; never logged)"},
         }
-        md = (tmp_path / "latest.md").read_text()
+        got = {h: set(t) for h, t in drifted(report).items()}
+        assert set(got) == set(want), got
+        assert all(want[h] <= got[h] for h in want), {h: want[h] - got[h] for h in want}
+        # Nothing else drifted on the compute nodes; the control node's stopped services may take others with them.
+        assert all(got[h] - want[h] <= HANDLERS for h in (b, c)), {h: got[h] - want[h] for h in (b, c)}
+        md = (tmp_path / "planted" / "latest.md").read_text()
         assert f"## {a}: Write the cluster block in /etc/hosts" in md and "10.80.0.250" in md
-        assert 'failures="3"' in (tmp_path / "latest.xml").read_text()
+        for f in (tmp_path / "planted").rglob("*"):
+            if f.is_file():
+                text = f.read_text()
+                assert root not in text and key_line not in text and munge not in text, f
+                assert oct(f.stat().st_mode & 0o777) == "0o600", f
+        assert oct((tmp_path / "planted").stat().st_mode & 0o777) == "0o700"
+        out = res.stdout + res.stderr
+        assert root not in out and key_line not in out and munge not in out
     finally:
-        # Gated, as users converge: the gated drift run above named every planted change, so the gates rerun exactly
-        # those roles (a minute less than an ungated run; test_gate proves the ungated one).
+        ssh(a, f"systemctl start {' '.join(units)}", check=False)
+        # Gated, as users converge: the gated drift run named every planted change, so the gates rerun exactly those
+        # roles (test_gate proves the ungated run).
         fix = playbook("site.yml", env={"SPARKFLEET_GATE": "on"})
         assert fix.returncode == 0, fix.stdout[-2000:]
-    res, report = drift(tmp_path)
-    assert res.returncode == 0 and drifted(report) == {}
+    # Gates off: every task of every role in check mode on the repaired lab (the --check --diff of a converged lab).
+    prom = tmp_path / "m" / "sparkfleet_drift.prom"
+    res, report = drift(tmp_path / "clean", "--textfile", str(prom), gate="off")
+    assert res.returncode == 0 and report["status"] == "ok" and drifted(report) == {}, res.stdout[-2000:]
+    assert set(report["hosts"]) == set(NODES)
     assert "hand-added" not in ssh(a, "cat /home/spark/.ssh/authorized_keys").stdout, "converge removes a key nobody declared"
+    for name in ("latest.md", "latest.xml"):
+        assert (tmp_path / "clean" / name).stat().st_size > 100
+    assert 'failures="0"' in (tmp_path / "clean" / "latest.xml").read_text()
+    text = prom.read_text()
+    assert "sparkfleet_drift_last_run_status 0" in text
+    assert all(f'sparkfleet_drift_tasks{{host="{n}"}} 0' in text for n in NODES)
 
 
 def test_unreachable_host_is_a_failed_run_not_drift(tmp_path):
@@ -113,64 +160,6 @@ def test_no_python_traceback_on_missing_inventory(tmp_path):
     res = subprocess.run([sys.executable, "-m", "sparkfleet_tools.drift", "--inventory", str(tmp_path / "nope")],
                          cwd=PROJECT, text=True, capture_output=True)
     assert res.returncode == 1 and "not found" in res.stderr
-
-
-def test_secrets_never_in_drift_reports(tmp_path):
-    """Files that hold secrets drifted on nodes: the drift check names the tasks, the reports show no secret."""
-    control, compute = NODES[0], NODES[1]
-    secrets = INVENTORY / ".secrets"
-    root = (secrets / f"{LAB}_s3_root_secret").read_text().strip()
-    priv = ssh(compute, "cat /home/spark/.ssh/id_ed25519").stdout
-    key_line = priv.strip().splitlines()[1]
-    ssh(control, "cp -p /etc/sparkfleet-s3/s3.json /root/s3.json.bak && sed -i 's/\"Read\"/\"Write\"/' /etc/sparkfleet-s3/s3.json")
-    ssh(compute, "cp -p /home/spark/.ssh/id_ed25519 /root/id.bak && echo '# edited' >> /home/spark/.ssh/id_ed25519")
-    try:
-        res, report = drift(tmp_path)
-        assert res.returncode == 2, res.stdout + res.stderr
-        tasks = drifted(report)
-        assert "Credentials (S3 identities; never logged)" in tasks[control]
-        assert "Cluster key pair of the cluster user" in tasks[compute]
-        for f in tmp_path.rglob("*"):
-            if f.is_file():
-                text = f.read_text()
-                assert root not in text and key_line not in text, f
-                assert oct(f.stat().st_mode & 0o777) == "0o600", f
-        assert oct(tmp_path.stat().st_mode & 0o777) == "0o700"
-        assert root not in res.stdout + res.stderr and key_line not in res.stdout + res.stderr
-    finally:
-        ssh(control, "mv /root/s3.json.bak /etc/sparkfleet-s3/s3.json")  # cp -p kept owner and mode
-        ssh(compute, "mv /root/id.bak /home/spark/.ssh/id_ed25519")
-
-
-CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
-# Every long-running service sparkfleet manages on the control node, with the task that declares it running.
-SERVICES = {
-    "sparkfleet-s3": "Object storage enabled and running",
-    "sparkfleet-firewall": "Firewall unit enabled and active",
-    "docker": "Docker enabled and running",
-    "chrony": "Chrony enabled and running",
-    "slurmctld": "Slurm daemons enabled and running",
-    "prometheus": "Prometheus enabled and running",
-    "prometheus-alertmanager": "Alertmanager enabled and running",
-}
-
-
-def test_stopped_services_are_named_within_the_deadline(tmp_path):
-    """Check-mode steps that talk to stopped services must not hang the nightly run: it ends and names each one.
-    All of them stopped at once: one drift run instead of one per service (each costs a full check-mode run)."""
-    units = sorted(SERVICES)
-    ssh(CONTROL, f"systemctl stop {' '.join(units)} docker.socket")
-    try:
-        started = time.monotonic()
-        res, report = drift(tmp_path, "--deadline", "300")
-        took = time.monotonic() - started
-    finally:
-        ssh(CONTROL, f"systemctl start {' '.join(units)}")
-    assert took < 300 and not report["timed_out"], res.stdout[-2000:]
-    assert res.returncode == 2, res.stdout[-2000:] + res.stderr
-    missing = [u for u in units if SERVICES[u] not in drifted(report)[CONTROL]]
-    assert not missing, (missing, drifted(report))
-    assert set(drifted(report)) == {CONTROL}, drifted(report)
 
 
 def test_deadline_stops_the_run_and_names_what_was_running(tmp_path):

@@ -33,7 +33,7 @@ def gate_reasons(out: str) -> dict[str, set[str]]:
 
 
 def test_gated_noop_runs_no_role_and_changes_nothing():
-    # First in the verify (conftest.py): right after molecule's idempotence step, a run that must run no role.
+    # First in the verify (conftest.py): right after the converge, a run that must run no role (the idempotence).
     res = playbook("site.yml", "-v", env={"SPARKFLEET_GATE": "on"})
     assert res.returncode == 0, res.stdout[-3000:]
     assert all(r["changed"] == 0 for r in recap(res.stdout).values()), res.stdout[-3000:]

@@ -7,8 +7,6 @@ import re
 import secrets
 import subprocess
 
-from test_drift import drift, drifted
-
 from labtools import INV, NODES, PROJECT, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
@@ -93,31 +91,11 @@ def test_mpi_all_reduce_across_nodes():
     assert all(r[1] == str(n) and r[2] == str(n * (n + 1) // 2) for r in rows), out
 
 
-def test_drift_names_a_changed_slurm_conf_a_stopped_slurmd_and_another_munge_key(tmp_path):
-    a, b = COMPUTE[0], COMPUTE[-1]
-    secret = secrets.token_hex(32)
-    ssh(a, "sed -i 's/^SlurmdTimeout=300$/SlurmdTimeout=301/' /etc/slurm/slurm.conf && grep -q SlurmdTimeout=301 /etc/slurm/slurm.conf")
-    ssh(b, f"systemctl stop slurmd && cp -p /etc/munge/munge.key /root/munge.key.bak && printf %s {secret} > /etc/munge/munge.key")
-    try:
-        res, report = drift(tmp_path)
-    finally:
-        ssh(a, "sed -i 's/^SlurmdTimeout=301$/SlurmdTimeout=300/' /etc/slurm/slurm.conf")
-        ssh(b, "mv /root/munge.key.bak /etc/munge/munge.key && systemctl start slurmd")
-    assert res.returncode == 2, res.stdout[-2000:] + res.stderr
-    tasks = drifted(report)
-    assert set(tasks) == {a, b}, tasks
-    assert "Slurm configuration" in tasks[a], tasks
-    assert {"Slurm daemons enabled and running", "The cluster's munge key (identical on every node; never logged)"} <= set(tasks[b])
-    for f in tmp_path.rglob("*"):
-        if f.is_file():
-            assert secret not in f.read_text(), f
-    assert secret not in res.stdout + res.stderr
-
-
 def test_wrong_munge_key_is_named_drained_and_converged_back():
     victim = COMPUTE[-1]
     secret = secrets.token_hex(32)
     ssh(victim, f"printf %s {secret} > /etc/munge/munge.key && systemctl restart munge")
+    repaired = False
     try:
         res = playbook("playbooks/validate.yml")
         assert res.returncode != 0
@@ -132,6 +110,7 @@ def test_wrong_munge_key_is_named_drained_and_converged_back():
         ssh(CONTROL, f"scontrol update nodename={COMPUTE[0]} state=drain reason='disk swap'")
         fix = playbook("playbooks/scheduler.yml", "--limit", victim)
         assert fix.returncode == 0 and recap(fix.stdout)[victim]["changed"] >= 1, fix.stdout[-3000:]
+        repaired = True
         assert secret not in fix.stdout
         playbook("playbooks/validate.yml")
         nodes = sinfo_nodes()
@@ -140,6 +119,7 @@ def test_wrong_munge_key_is_named_drained_and_converged_back():
     finally:
         ssh(CONTROL, f"scontrol update nodename={COMPUTE[0]} state=resume", check=False)
         # Whatever failed above, the cluster key goes back: later tests need a working Slurm.
-        playbook("playbooks/scheduler.yml", "--limit", victim)
+        if not repaired:
+            playbook("playbooks/scheduler.yml", "--limit", victim)
     res = playbook("playbooks/validate.yml")
     assert res.returncode == 0, res.stdout[-3000:]

@@ -3,11 +3,6 @@ tests for it). What a first contact with real Sparks broke, checked on the nodes
 the runtime configured for the toolkit DGX OS ships (no repository, no key download, no reinstall), vLLM as Spark
 owners run it (NVIDIA's image, native multi-node or Ray, replicas behind the gateway) up to the engine's start with the
 model on every rank's node and unified-memory settings, and a report that never calls a stand-in a pass."""
-# Not in CI (its time budget): on a Spark persona lab converged with site.yml,
-#   LAB_PERSONA=spark make lab
-#   PYTHONPATH=molecule/_shared/pytest MOLECULE_PROJECT_DIRECTORY=$PWD SPARKFLEET_GATE=on \
-#       .venv/bin/pytest -p no:cacheprovider molecule/default/persona/test_gpu_persona.py
-# (passed 5 of 5 by hand and in `default` on the persona in the fresh-clone run of 2026-12-07).
 from __future__ import annotations
 
 import json
@@ -16,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from labtools import CONTROL, INV, NODES, PROJECT, playbook, ssh
+from labtools import CONTROL, INV, NODES, PROJECT, playbook, recap, ssh
 
 REPORT = PROJECT / "reports" / "validate" / "latest.json"
 MGMT_IPS = [INV["hosts"][n]["ansible_host"] for n in NODES]
@@ -141,3 +136,19 @@ def test_report_marks_stand_in_evidence_persona_and_never_pass():
                    if check in ("gpu", "nvlink", "connectx", "container_gpu", "nccl_all_reduce", "gpu_baseline")), (n, st)
         assert st[("fleet_version", "driver")] == "persona", (n, st)
     assert "no real hardware was verified" in (REPORT.parent / "latest.md").read_text()
+
+
+def test_a_hung_nvidia_smi_is_bounded_and_named_with_its_node():
+    """A GPU wedged by an Xid leaves nvidia-smi hanging: the hardware check gives up after its bound, names the tool
+    and the node, and the other nodes' checks finish (an nvidia-smi that never returns, ahead of the persona's on PATH)."""
+    victim = NODES[-1]
+    ssh(victim, "printf '#!/bin/sh\\nexec sleep 600\\n' > /usr/local/bin/nvidia-smi && chmod 755 /usr/local/bin/nvidia-smi")
+    try:
+        res = playbook("playbooks/roles.yml", "-e", "sparkfleet_roles=hardware_check", "-e", "hardware_check_fail=true",
+                       "-e", "hardware_check_tool_timeout_s=5", timeout=300)
+    finally:
+        ssh(victim, "rm -f /usr/local/bin/nvidia-smi")
+    assert res.returncode != 0, res.stdout[-3000:]
+    assert f"fatal: [{victim}]" in res.stdout and "nvidia-smi did not answer within 5 s" in res.stdout, res.stdout[-3000:]
+    r = recap(res.stdout)
+    assert r[victim]["failed"] == 1 and all(r[n]["failed"] == 0 for n in NODES if n != victim), r
