@@ -16,7 +16,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- ports:begin (scripts/ports_doc.py) -->", "<!-- ports:end -->"
-WHO = {"cluster": "cluster nodes", "mgmt": "management network", "admin": "admin CIDRs", "any": "anyone"}
+WHO = {"cluster": "cluster nodes", "control": "the control node (the gateway)", "mgmt": "management network",
+       "admin": "admin CIDRs", "any": "anyone"}
 # How each service authenticates whoever the firewall lets through. "none" is said plainly: the firewall is then the
 # only control (README, security).
 AUTH = {
@@ -31,8 +32,8 @@ AUTH = {
     "ray": "none yet (Ray's token authentication is not on: issue 35)",
     "ray_node": "none yet (issue 35)",
     "ray_workers": "none yet (issue 35)",
-    "vllm": "none yet (no --api-key: issue 35)",
-    "gateway": "none yet (no bearer keys: issue 35); rate and concurrency limits per client address",
+    "vllm": "vLLM's API key (VLLM_API_KEY from a root-only file), which only the gateway presents",
+    "gateway": "a team's bearer key (401 and a JSON body without one); rate and concurrency limits per key",
     "iperf3": "none (a bandwidth test server, started by validation for 10 minutes at most)",
     "ntp_server": "none (NTP)",
     "slurmctld": "munge credentials (the cluster's munge key)",

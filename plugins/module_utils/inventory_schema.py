@@ -20,7 +20,7 @@ FQDN_RE = re.compile(r"^(?=.{1,253}$)(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-
 USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 IFACE_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-SERVICE_FROM = ("cluster", "mgmt", "admin", "any")
+SERVICE_FROM = ("cluster", "control", "mgmt", "admin", "any")
 # Linux user/group ids for people: below 1000 are the distribution's system range, 60000+ are
 # reserved (nobody = 65534); Debian and Ubuntu both use 1000-59999.
 ID_RANGE = (1000, 59999)

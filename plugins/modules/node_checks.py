@@ -100,10 +100,14 @@ options:
   http_checks:
     description: URLs that must answer, each C({name, url, status}) (the status expected, default 200), or with
       C(not_checked) set to a reason, reported as not checked. C(status_without) C({path, status}) expects another
-      status while a local file is absent (the gateway answers 503 where no vLLM unit is installed).
+      status while a local file is absent (the gateway answers 503 where no vLLM unit is installed). C(bearer: true)
+      sends I(http_bearer) as C(Authorization: Bearer ...).
     type: list
     elements: dict
     default: []
+  http_bearer:
+    description: The key for http checks with C(bearer) (the gateway's; never logged).
+    type: str
   checksums:
     description: Files whose sha256 to return in I(checksums) (null where absent), e.g. the munge key the validate role
       compares across nodes. Read as root; the content never leaves the node.
@@ -156,7 +160,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.error import HTTPError, URLError
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -186,6 +190,7 @@ def transient_ssh_failure(rc, text):
 class Checker:
     def __init__(self, module, ssh_concurrency=6):
         self.m = module
+        self.bearer = (getattr(module, "params", None) or {}).get("http_bearer")
         self.ssh_slots = threading.BoundedSemaphore(ssh_concurrency)
 
     def run(self, argv, timeout=20):
@@ -397,8 +402,11 @@ class Checker:
             want = int(without["status"])
         if spec.get("not_checked"):
             return result("http", name, "not_checked", spec["not_checked"])
+        req = Request(spec["url"])
+        if spec.get("bearer") and self.bearer:
+            req.add_header("Authorization", "Bearer " + self.bearer)
         try:
-            with urlopen(spec["url"], timeout=10) as r:
+            with urlopen(req, timeout=10) as r:
                 code, body = r.status, r.read(300)
         except HTTPError as e:
             code, body = e.code, e.read(300)
@@ -455,6 +463,7 @@ def main():
             ray_expect=dict(type="list", elements="str", default=[]),
             ray_check=dict(type="str", default="/usr/local/lib/sparkfleet/ray_check.py"),
             http_checks=dict(type="list", elements="dict", default=[]),
+            http_bearer=dict(type="str", no_log=True),
             gateway_log=dict(type="str", default=""),
             checksums=dict(type="list", elements="path", default=[]),
         ),

@@ -225,6 +225,10 @@ GATEWAY_PLAYBOOK = """
     - ansible.builtin.include_vars: {file: "%(role)s/defaults/main.yml"}
     - ansible.builtin.set_fact: {gateway_listen_address: 10.77.0.11, gateway_backends: ["10.77.0.11:8000", "10.77.0.12:8000"]}
     - ansible.builtin.template: {src: "%(role)s/templates/sparkfleet-gateway.conf.j2", dest: "%(out)s/gw.conf", mode: "0644"}
+    - ansible.builtin.set_fact:
+        gateway_api_keys: {research: "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrr", ops: "oooooooooooooooooooooooooooooo"}
+        gateway_backend_key: "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"
+    - ansible.builtin.template: {src: "%(role)s/templates/sparkfleet-gateway-keys.conf.j2", dest: "%(out)s/keys.conf", mode: "0600"}
 """
 
 
@@ -242,10 +246,18 @@ def test_gateway_drop_in_limits_load_logs_request_time_and_answers_json_without_
     assert "limit_conn inference_conn 64;" in conf and "limit_req_status 429;" in conf
     assert '"request_time":$request_time' in conf and "access_log /var/log/nginx/sparkfleet-gateway.log inference_json;" in conf
     assert "error_page 502 503 504 = @no_backend;" in conf and '"type":"service_unavailable","code":503' in conf
+    # Every path but the health check needs a team's key: the keys and vLLM's key live in their own root-only file.
+    assert "include /etc/nginx/sparkfleet-gateway-keys.conf;" in conf and 'if ($gateway_team = "")' in conf
+    assert "limit_req_zone $gateway_team zone=inference_rate" in conf and "limit_conn inference_conn_key 32;" in conf
+    assert "proxy_set_header Authorization $gateway_backend_auth;" in conf and "error_page 401 = @unauthorized;" in conf
+    keys = (tmp_path / "keys.conf").read_text()
+    assert '"Bearer rrrrrrrrrrrrrrrrrrrrrrrrrrrrrr" "research";' in keys and '"Bearer oooooooooooooooooooooooooooooo" "ops";' in keys
+    assert 'default "Bearer vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv";' in keys and "vvvvvvvvvv" not in conf
     # The JSON bodies nginx returns are valid JSON once nginx fills in its variable.
-    for body in conf.split("return ")[1:]:
-        text = body.split("'")[1].replace("$upstream_addr", "10.77.0.11:8000").removesuffix("\\n")
-        json.loads(text)
+    bodies = [b.split("'")[1] for b in conf.split("return ")[1:] if b.split(";")[0].strip() not in ("401",)]
+    assert len(bodies) == 4, bodies
+    for text in bodies:
+        json.loads(text.replace("$upstream_addr", "10.77.0.11:8000").removesuffix("\\n"))
 
 
 def test_readme_shows_the_command_lines_the_code_writes():

@@ -353,6 +353,42 @@ def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():
     assert open_table["detail"] == "no default-drop input chain"
 
 
+def test_node_checks_http_presents_the_bearer_key_only_where_asked():
+    """The gateway check sends a team key (the gateway answers 401 without one); other URLs get no header."""
+    import http.server
+    import threading
+
+    from ansible_collections.sparkfleet.cluster.plugins.modules.node_checks import Checker
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append(self.headers.get("Authorization"))
+            ok = self.headers.get("Authorization") == "Bearer k"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # loopback only
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/v1/models" % server.server_address[1]
+
+    class Fake:
+        params = {"http_bearer": "k"}
+
+    try:
+        assert Checker(Fake()).http({"name": "gw", "url": url, "bearer": True})["status"] == "pass"
+        plain = Checker(Fake()).http({"name": "gw", "url": url})
+        assert plain["status"] == "fail" and "answered 401" in plain["detail"] and "(want 200)" in plain["detail"]
+    finally:
+        server.shutdown()
+    assert seen == ["Bearer k", None]
+
+
 TRACKING = "Reference ID    : {ref}\nStratum         : 11\nSystem time     : 0.000001 seconds fast of NTP time\nLeap status     : {leap}\n"
 
 

@@ -139,7 +139,7 @@ def allowed(src, dst, port, proto):
     if port == PUBLISHED_UNDECLARED:
         return node  # a container's published port: cluster nodes only, nobody outside
     if port == PUBLISHED_DECLARED:
-        return node  # vLLM's declared port: nodes and admin networks (the outsider is neither)
+        return src == CONTROL  # vLLM's declared port: the gateway's host only
     if port == 22:
         return True  # management network (the outsider sits on it) and nodes
     if port == 9100:

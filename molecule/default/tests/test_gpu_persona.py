@@ -99,6 +99,8 @@ def test_default_on_dgx_os_nvidias_image_one_replica_per_node_behind_the_gateway
         util = float(re.search(r"--gpu-memory-utilization (\S+)", unit).group(1))
         assert 0.1 <= util <= 0.8, unit  # unified memory: never the 0.9 that runs a GB10 out of memory
         assert "RAY_" not in env, env  # no Ray in NVIDIA's image: the native executor
+        # vLLM's API key from its root-only environment file (the gateway presents it), never on the command line.
+        assert re.search(r"^VLLM_API_KEY=\S{24,}$", env, re.M) and "API_KEY" not in unit and "--api-key" not in unit, n
         # The lab has no registry: the image is not pulled and the start is skipped, named - never faked.
         assert f"vLLM's start skipped on {n}: image " in res.stdout and "its pull failed" in res.stdout
         assert ssh(n, "systemctl is-active sparkfleet-vllm", check=False).stdout.strip() != "active"

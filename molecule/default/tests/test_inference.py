@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from labtools import INV, NODES, OUTSIDERS, addr, playbook, recap, ssh
+from labtools import INV, INVENTORY, NODES, OUTSIDERS, addr, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
 VENV = "/opt/sparkfleet/inference"
@@ -148,8 +148,13 @@ def test_fleet_consistency_names_a_node_with_a_planted_ray_version_and_python_en
     assert res.returncode == 0, res.stdout[-3000:]
 
 
+# The gateway's key for the lab's default team (generated once into the lab inventory's secrets folder).
+GW_KEY = (INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_gateway_key_default").read_text().strip()
+
+
 def curl(path, host="127.0.0.1"):
-    out = ssh(CONTROL, f"curl -s -o /tmp/gw.body -w '%{{http_code}}' http://{host}:8090{path}; echo; cat /tmp/gw.body").stdout
+    out = ssh(CONTROL, f"curl -s -H 'Authorization: Bearer {GW_KEY}' -o /tmp/gw.body -w '%{{http_code}}' "
+                       f"http://{host}:8090{path}; echo; cat /tmp/gw.body").stdout
     code, _, body = out.partition("\n")
     return int(code), body
 
@@ -170,7 +175,8 @@ LOAD = r"""
 import concurrent.futures as cf, json, sys, time, urllib.request, urllib.error
 def one(_):
     try:
-        with urllib.request.urlopen("http://127.0.0.1:8090/v1/models", timeout=10) as r:
+        req = urllib.request.Request("http://127.0.0.1:8090/v1/models", headers={"Authorization": "Bearer " + sys.argv[3]})
+        with urllib.request.urlopen(req, timeout=10) as r:
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
@@ -185,14 +191,15 @@ print(json.dumps({"codes": {str(c): codes.count(c) for c in set(codes)}, "second
 
 def test_gateway_rate_limit_sheds_load_with_429_under_a_bounded_local_burst():
     # 300 requests from 16 threads on the gateway's own node (loopback): far over 20 r/s with a burst of 40.
-    res = ssh(CONTROL, "cat > /tmp/load.py <<'EOF'\n" + LOAD + "\nEOF\npython3 /tmp/load.py 300 16", timeout=180)
+    res = ssh(CONTROL, "cat > /tmp/load.py <<'EOF'\n" + LOAD + f"\nEOF\npython3 /tmp/load.py 300 16 {GW_KEY}", timeout=180)
     data = json.loads(res.stdout)
     codes = {int(k): v for k, v in data["codes"].items()}
     assert set(codes) <= {429, 503} and sum(codes.values()) == 300, codes
     allowed = 40 + 20 * data["seconds"] + 20  # burst + rate over the run, with a margin
     assert codes.get(429, 0) >= 300 - allowed and codes.get(503, 0) >= 1, (codes, data["seconds"])
-    body = ssh(CONTROL, "curl -s http://127.0.0.1:8090/v1/models -o /dev/null; "
-                        "for i in $(seq 80); do curl -s http://127.0.0.1:8090/v1/models; done | grep -m1 rate_limited").stdout
+    auth = f"-H 'Authorization: Bearer {GW_KEY}'"
+    body = ssh(CONTROL, f"curl -s {auth} http://127.0.0.1:8090/v1/models -o /dev/null; "
+                        f"for i in $(seq 80); do curl -s {auth} http://127.0.0.1:8090/v1/models; done | grep -m1 rate_limited").stdout
     assert json.loads(body)["error"]["code"] == 429
     # The access log has the request times the validation report turns into P50/P95/P99.
     res = playbook("playbooks/validate.yml", timeout=900)
