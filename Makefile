@@ -59,8 +59,8 @@ lock-check: deps
 molecule: deps
 	python3 scripts/molecule_all.py $(SCENARIO) $(ROLE)
 
-# Linters and unit tests first when one scenario runs; with all of them, at the end of the second lane (on CPU the
-# first leaves idle: scripts/molecule_all.py).
+# Linters and unit tests first when one scenario runs; with all of them, at the end of the first lane (after default;
+# the second starts with arm64, the longest run: scripts/molecule_all.py).
 test: deps
 	python3 scripts/molecule_all.py --checks $(SCENARIO) $(ROLE)
 

@@ -5,10 +5,10 @@
 
 Two lanes when more than one scenario runs. The first: role scenarios (MOLECULE_LAB_SHARED true, the base config's
 default) share one lab, mol-roles: it is created by the first of them, kept between them (SPARKFLEET_LAB_KEEP=1) and
-removed at the end; then the default scenario on its own lab. The second, at the same time: the BESIDE integration
-scenarios (lifecycle, fabric, kubernetes_node, arm64), one after another, each on its own lab, subnets and fact
-cache; their logs go to reports/molecule-NAME.log and are printed when both lanes are done (TRY_AGAIN scenarios get a
-second try at the end of that lane). Every scenario runs even when one before it failed; the exit code is non-zero
+removed at the end; then the default scenario on its own lab; then (make test) the linters and unit tests. The
+second, at the same time: the BESIDE integration scenarios (arm64, lifecycle, fabric, kubernetes_node, hgx), one after
+another, each on its own lab, subnets and fact cache; their logs go to reports/molecule-NAME.log and are printed when
+both lanes are done (a TRY_AGAIN scenario that fails gets a second try on its lab right away). Every scenario runs even when one before it failed; the exit code is non-zero
 when any failed. The table goes to stdout and reports/molecule-times.md.
 SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
 """
@@ -24,17 +24,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MOLECULE = ROOT / "molecule"
 SHARED_LAB = "mol-roles"
-# Scenarios that run beside the others rather than after them, in this order. The whole site.yml with an emulated arm64
-# node takes about 25 min of mostly one busy qemu process; the other scenarios leave some of the 2 cores idle (waits on
-# services, timers and SSH), so side by side the whole run grows by much less than 25 min.
-# lifecycle (day 2 on its own converged lab, about 20 min), fabric and kubernetes_node (about 2 min each) come first,
-# beside the role scenarios (ansible runs back to back: the busiest time); arm64 then runs beside default's verify,
-# which waits more, so the emulated node's Ray start (a dashboard agent with a fixed 15 s to start) meets less load.
-BESIDE = ("lifecycle", "fabric", "kubernetes_node", "hgx", "arm64")
-# Tried once more, at the end of the lane, when they fail: why, in the table. In 3 of 5 runs on 2026-12-06 the emulated
-# arm64 node's raylet exited at each start (its emulated dashboard agent missed Ray's fixed 15 s port wait on the busy
-# machine); the lab now waits 10 min for a start that makes it (lab/lab.py), and this try stays as a guard.
-TRY_AGAIN = {"arm64": "second try after a failed first (an emulated start too slow for the machine's load): read reports/molecule-arm64.log"}
+# Scenarios that run beside the others rather than after them, in this order. arm64 first: the whole site.yml with an
+# emulated aarch64 DGX Spark persona node is the longest single run (about 30 min of mostly one busy qemu process), so
+# it starts at once, beside the role scenarios; lifecycle (day 2 on its own converged lab, about 20 min), fabric,
+# kubernetes_node and hgx (about 2 min each) follow it, beside default.
+BESIDE = ("arm64", "lifecycle", "fabric", "kubernetes_node", "hgx")
+# Tried once more when they fail: why, in the table. In 3 of 5 runs on 2026-12-06 the emulated arm64 node's raylet
+# exited at each start (its emulated dashboard agent missed Ray's fixed 15 s port wait on the busy machine); the lab
+# waits 10 min for a start that makes it (lab/lab.py), and this try stays as a guard. It keeps the lab: the first try
+# runs with `--destroy never`, the second converges again (gated: the roles that converged are skipped, about 5 min
+# instead of the 30 of a new emulated lab) and verifies, and the lab is removed after either.
+TRY_AGAIN = {"arm64": "second try on the same lab after a failed first (converge again, gated, and verify): read "
+                      "reports/molecule-arm64.log"}
 
 
 def is_shared(name: str) -> bool:
@@ -62,9 +63,9 @@ CHECKS = "lint-unit"
 CHECKS_ARGV = ["make", "--no-print-directory", "lint", "unit", "lock-check"]
 
 
-def run_scenario(name: str, env: dict, log: Path | None = None) -> tuple[float, int]:
+def run_scenario(name: str, env: dict, log: Path | None = None, argv: list[str] | None = None) -> tuple[float, int]:
     t0 = time.time()
-    argv = CHECKS_ARGV if name == CHECKS else ["molecule", "test", "-s", name]
+    argv = argv or (CHECKS_ARGV if name == CHECKS else ["molecule", "test", "-s", name])
     if log is None:
         rc = subprocess.run(argv, cwd=ROOT, env=env, check=False).returncode
     else:
@@ -92,23 +93,29 @@ def main(argv: list[str]) -> int:
         print(f"molecule_all: === {CHECKS}", flush=True)
         took, rc = run_scenario(CHECKS, env)
         rows.append((CHECKS, "linters, unit tests", took, rc))
-    elif checks:
-        lane.append(CHECKS)
+    # With two lanes, the linters and unit tests run last in the first (after default: the second lane starts with
+    # arm64's emulated converge, the longest single run, and is the longer lane).
     # One row per run, with the log it wrote: (scenario, row name, kind, seconds, rc, log).
     lane_runs: list[tuple[str, str, str, float, int, Path]] = []
 
-    def lane_run(name: str, row: str, kind: str, log: Path) -> int:
-        took, rc = run_scenario(name, env, log)
+    def lane_run(name: str, row: str, kind: str, log: Path, argv: list[str] | None = None) -> int:
+        took, rc = run_scenario(name, env, log, argv)
         lane_runs.append((name, row, kind, took, rc, log))
         return rc
 
     def second_lane() -> None:
-        again = [n for n in lane
-                 if lane_run(n, n, "linters, unit tests (beside)" if n == CHECKS else "integration (beside)",
-                             ROOT / "reports" / f"molecule-{n}.log") and n in TRY_AGAIN]
-        # After the rest of the lane, so one flake does not hold up the others.
-        for n in again:
-            lane_run(n, f"{n} (again)", f"integration (beside): {TRY_AGAIN[n]}", ROOT / "reports" / f"molecule-{n}-again.log")
+        for n in lane:
+            log = ROOT / "reports" / f"molecule-{n}.log"
+            if n not in TRY_AGAIN:
+                lane_run(n, n, "linters, unit tests (beside)" if n == CHECKS else "integration (beside)", log)
+                continue
+            try:
+                if lane_run(n, n, "integration (beside)", log, ["molecule", "test", "-s", n, "--destroy", "never"]):
+                    lane_run(n, f"{n} (again)", f"integration (beside): {TRY_AGAIN[n]}",
+                             ROOT / "reports" / f"molecule-{n}-again.log",
+                             ["sh", "-c", f"molecule converge -s {n} && molecule verify -s {n}"])
+            finally:
+                run_scenario(n, env, ROOT / "reports" / f"molecule-{n}-destroy.log", ["molecule", "destroy", "-s", n])
 
     names = [n for n in names if n not in lane]
     thread = threading.Thread(target=second_lane)
@@ -125,6 +132,10 @@ def main(argv: list[str]) -> int:
             print(f"molecule_all: === {name}", flush=True)
             took, rc = run_scenario(name, env)
             rows.append((name, "role (shared lab)" if is_shared(name) else "integration", took, rc))
+        if checks and lane:
+            print(f"molecule_all: === {CHECKS}", flush=True)
+            took, rc = run_scenario(CHECKS, env)
+            rows.append((CHECKS, "linters, unit tests", took, rc))
     finally:
         if shared_up:
             shared_down()
