@@ -511,4 +511,7 @@ def model_entry_errors(models, var="model_sync_models"):
             if not isinstance(v, str) or not PLAIN_NAME_RE.match(v) or v in (".", ".."):
                 errors.append("%s[%d].%s=%r must be a plain name (letters, digits, '.', '_', '-'; not starting "
                               "with '.' or '-')" % (var, i, key, v))
+            elif key == "version" and v == "current":
+                # /models/NAME/current is the link to the served version.
+                errors.append("%s[%d].version='current' is reserved (the link to the served version)" % (var, i))
     return errors

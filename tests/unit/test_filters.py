@@ -126,6 +126,8 @@ def test_model_entries_must_be_plain_names():
         "model_sync_models[4].version=None must be a plain name (letters, digits, '.', '_', '-'; not starting with '.' or '-')",
     ]
     assert cm.model_entry_errors("Qwen") == ["model_sync_models='Qwen' must be a list of {name, version}"]
+    assert cm.model_entry_errors([{"name": "m", "version": "current"}]) == [
+        "model_sync_models[0].version='current' is reserved (the link to the served version)"]
 
 
 def test_readme_port_table_is_current_and_every_service_says_how_it_authenticates():

@@ -15,6 +15,8 @@ CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
 COMPUTE = [h for h in NODES if h != CONTROL]
 NAME = f"tiny-{os.getpid()}"  # a fresh model name per run: the store may hold earlier runs' files
 SECRET_FILE = INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_s3_root_secret"
+# The controller's rclone config model_publish.yml writes (root credentials; git-ignored, mode 0600).
+RCLONE_CONF = INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_rclone.conf"
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,8 @@ def model(tmp_path_factory):
             (d / f"model-{i:05d}.safetensors").write_bytes(os.urandom(size << 20))
         (d / "config.json").write_text(json.dumps({"version": version}))
         sums[version] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in d.iterdir()}
-    for version in sums:
+    sums["dir"] = root
+    for version in ("v1", "v2"):
         res = playbook("playbooks/model_publish.yml", "-e", f"model_name={NAME}", "-e", f"model_version={version}",
                        "-e", f"model_dir={root / version}", timeout=600)
         assert res.returncode == 0, res.stdout[-3000:]
@@ -63,14 +66,23 @@ def test_sync_checksummed_idempotent_switchable_and_self_repairing(model):
     assert sync("v1").returncode == 0
     assert all(ssh(n, f"readlink /models/{NAME}/current").stdout.strip() == "v1" for n in COMPUTE)
     # A truncated and a corrupted (same size) file on one node are found and repaired; the other node moves nothing.
+    # And a file gone from the store (an accident there: published versions never change) stays on every node: a
+    # sync never deletes from a version a node may be serving.
     bad = COMPUTE[0]
     ssh(bad, f"truncate -s 1M /models/{NAME}/v1/model-00000.safetensors; "
              f"dd if=/dev/zero of=/models/{NAME}/v1/model-00001.safetensors bs=1k count=1 conv=notrunc status=none")
-    fix = sync("v1")
+    store = ["rclone", "--config", str(RCLONE_CONF)]
+    gone = f"sparkfleet:models/{NAME}/v1/model-00003.safetensors"
+    subprocess.run([*store, "deletefile", gone], check=True, env=dict(os.environ, AWS_CA_BUNDLE=""))
+    try:
+        fix = sync("v1")
+    finally:
+        subprocess.run([*store, "copyto", str(model["dir"] / "v1" / "model-00003.safetensors"), gone], check=True,
+                       env=dict(os.environ, AWS_CA_BUNDLE=""))
     assert fix.returncode == 0
     recap = {line.split()[0]: line for line in fix.stdout.splitlines() if line.split()[:1] and line.split()[0] in COMPUTE}
     assert "changed=1" in recap[bad] and all("changed=0" in recap[n] for n in COMPUTE if n != bad), recap
-    assert node_sums(bad, "v1") == model["v1"]
+    assert all(node_sums(n, "v1") == model["v1"] for n in COMPUTE)
 
 
 def test_secret_never_in_verbose_output(model, tmp_path):
@@ -91,6 +103,21 @@ def test_secret_never_in_verbose_output(model, tmp_path):
     # and the node's own process list / rclone command lines carry none either
     assert secret not in subprocess.run(["docker", "exec", f"sparkfleet-{INV['vars']['sparkfleet_cluster_name']}-{CONTROL}",
                                          "ps", "auxww"], text=True, capture_output=True).stdout
+
+
+def test_a_published_version_is_never_rewritten(model, tmp_path):
+    """The same files again publish nothing; other files under a published version are refused, naming it."""
+    again = playbook("playbooks/model_publish.yml", "-e", f"model_name={NAME}", "-e", "model_version=v2",
+                     "-e", f"model_dir={model['dir'] / 'v2'}")
+    assert again.returncode == 0 and "changed=0" in again.stdout.split("PLAY RECAP")[-1], again.stdout[-3000:]
+    other = tmp_path / "v2"
+    other.mkdir()
+    (other / "config.json").write_text('{"version": "rewritten"}')
+    res = playbook("playbooks/model_publish.yml", "-e", f"model_name={NAME}", "-e", "model_version=v2", "-e", f"model_dir={other}")
+    assert res.returncode != 0 and f"{NAME} version v2 is published already with other files" in res.stdout, res.stdout[-3000:]
+    out = subprocess.run(["rclone", "--config", str(RCLONE_CONF), "cat", f"sparkfleet:models/{NAME}/v2/config.json"],
+                         text=True, capture_output=True, env=dict(os.environ, AWS_CA_BUNDLE=""))
+    assert json.loads(out.stdout) == {"version": "v2"}, out.stdout + out.stderr
 
 
 READER_FILE = INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_s3_reader_secret"
