@@ -97,6 +97,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkfleet.cluster.plugins.module_utils import footprint as fp
 
 SPEC_KEYS = ("paths", "services", "packages", "commands")
+PROBE_TIMEOUT_S = 60  # longest one probe command may take
 
 
 def read_footprint(module, spec: dict) -> str:
@@ -115,8 +116,13 @@ def read_footprint(module, spec: dict) -> str:
                                          *spec["packages"]])
         packages = f"{rc}\n{out}"  # a missing package: rc 1 and no line for it
     commands = {}
+    timeout = module.get_bin_path("timeout")
     for c in spec.get("commands") or []:
-        rc, out, _ = module.run_command(c, use_unsafe_shell=True)
+        # Bounded, in the probe's own process group: a probe that hangs (nvidia-smi on a GPU wedged by an Xid) must not
+        # hang the scan of every role, and with it every run. Past the bound it reads as changed (rc 124), so the role
+        # runs and names what hangs.
+        argv = [timeout, "-k", "5", str(PROBE_TIMEOUT_S), "sh", "-c", c] if timeout else c
+        rc, out, _ = module.run_command(argv, use_unsafe_shell=not timeout)
         commands[c] = [rc, out]
     return fp.state_digest(paths, services, packages, commands)
 

@@ -139,7 +139,9 @@ def allowed(src, dst, port, proto):
     if port == PUBLISHED_UNDECLARED:
         return node  # a container's published port: cluster nodes only, nobody outside
     if port == PUBLISHED_DECLARED:
-        return src == CONTROL  # vLLM's declared port: the gateway's host only
+        # vLLM's port: a host listener answers the gateway's host only; published by a container (on WEB), the
+        # firewall's rule for published ports lets cluster nodes in, as for any container.
+        return node if dst == WEB else src == CONTROL
     if port == 22:
         return True  # management network (the outsider sits on it) and nodes
     if port == 9100:
@@ -164,7 +166,7 @@ def test_firewall_matrix_matches_policy():
     NCCL_PORT = TCP_PORTS[1] = free_nccl_port()
     for n in NODES:
         ssh(n, "cat > /tmp/listen.py <<'EOF'\n" + LISTEN + "\nEOF\n"
-               f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:])} "
+               f"nohup timeout 70 python3 /tmp/listen.py {','.join(str(p) for p in TCP_PORTS[1:] + ([] if n == WEB else [8000]))} "
                f"{'4791,123' if n == CONTROL else '4791'} >/tmp/listen.log 2>&1 &")
     ssh(WEB, PUBLISH, timeout=120)
     import time
@@ -174,6 +176,7 @@ def test_firewall_matrix_matches_policy():
         targets = [[addr(d), p, "tcp"] for d in NODES for p in TCP_PORTS] + [[addr(d), 4791, "udp"] for d in NODES]
         targets += [[addr(d), 123, "udp"] for d in NODES]
         targets += [[addr(WEB), PUBLISHED_UNDECLARED, "tcp"], [addr(WEB), PUBLISHED_DECLARED, "tcp"]]
+        targets += [[addr(d), PUBLISHED_DECLARED, "tcp"] for d in NODES if d != WEB]  # vLLM's port, host listeners
         if src in NODES:  # NCCL over the fabric too
             targets += [[fabric_ip(d, i), NCCL_PORT, "tcp"] for d in NODES if d != src for i in (0, 1)]
         ip2host = {addr(d): d for d in NODES} | {fabric_ip(d, i): d for d in NODES for i in (0, 1)}
@@ -187,7 +190,8 @@ def test_firewall_matrix_matches_policy():
             if ok != want:
                 mismatches.append(f"{src} -> {dst} ({ip}) {proto}/{port}: {'open' if ok else 'closed'}, want "
                                   f"{'open' if want else 'closed'}")
-    # From this controller (an admin address): the declared published port only.
+    # From this controller (an admin address): neither (vLLM's port answers the gateway's host only; admins use the
+    # gateway and its keys).
     import socket
     def reach(port):
         try:
@@ -197,7 +201,7 @@ def test_firewall_matrix_matches_policy():
             return False
     admin = {p: reach(p) for p in (PUBLISHED_UNDECLARED, PUBLISHED_DECLARED)}
     ssh(WEB, "docker rm -f pub1 pub2", check=False)
-    assert admin == {PUBLISHED_UNDECLARED: False, PUBLISHED_DECLARED: True}, admin
+    assert admin == {PUBLISHED_UNDECLARED: False, PUBLISHED_DECLARED: False}, admin
     binds = {n: ssh(n, "cat /tmp/listen.log", check=False).stdout.strip() for n in NODES}
     assert not mismatches, "\n".join(mismatches + [f"{n} listener: {b}" for n, b in binds.items() if b])
 

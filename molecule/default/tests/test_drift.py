@@ -103,7 +103,8 @@ def test_planted_drift_is_named_exactly_secrets_stay_hidden_and_a_converge_repai
                 "Cluster key pair of the cluster user"},
             c: {"Firewall unit enabled and active", "Load the cluster ruleset (checked with nft -c first; live drift repaired)",
                 "Merge our keys into daemon.json (other keys are kept)", "Slurm daemons enabled and running",
-                "The cluster's munge key (identical on every node; never logged)"},
+                "The cluster's munge key (identical on every node; never logged)",
+                "Munge enabled and running (restarted when the key changed)"},
         }
         got = {h: set(t) for h, t in drifted(report).items()}
         assert set(got) == set(want), got
