@@ -11,29 +11,29 @@ KEY = (INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_gatew
 VLLM_KEY = (INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_vllm_api_key").read_text().strip()
 
 
-def get(path: str, key: str | None = None) -> tuple[str, str]:
+def get(path: str, key: str | None = None) -> tuple[str, str, str]:
+    """(status code, response headers, body) of one request from the control node itself."""
     auth = f"-H 'Authorization: Bearer {key}' " if key else ""
     res = ssh(CONTROL, f"curl -sS -o /tmp/gw.json -D /tmp/gw.hdr -w '%{{http_code}}' {auth}{URL}{path}; "
-                       "echo; cat /tmp/gw.hdr; echo; cat /tmp/gw.json").stdout
+                       "echo; tr -d '\\r' < /tmp/gw.hdr; echo ===; cat /tmp/gw.json").stdout
     code, _, rest = res.partition("\n")
-    return code, rest
+    headers, _, body = rest.partition("===\n")
+    return code, headers, body
 
 
 def test_health_needs_no_key_and_every_other_path_a_valid_one():
-    code, body = get("/gateway/health")
-    assert code == "200" and json.loads(body.split("\r\n\r\n", 1)[1])["status"] == "ok", body
+    code, _, body = get("/gateway/health")
+    assert code == "200" and json.loads(body)["status"] == "ok", body
     for key in (None, "wrong-key-of-enough-length-0123456789", "Bearer"):
-        code, rest = get("/v1/models", key)
-        assert code == "401", (key, rest)
-        headers, _, body = rest.partition("\r\n\r\n")
+        code, headers, body = get("/v1/models", key)
+        assert code == "401", (key, headers, body)
         assert 'www-authenticate: bearer realm="sparkfleet-gateway"' in headers.lower(), headers
         assert json.loads(body)["error"]["type"] == "unauthorized", body
 
 
 def test_a_valid_key_passes_to_the_backends_json_503_without_one():
-    code, rest = get("/v1/models", KEY)
-    body = rest.partition("\r\n\r\n")[2]
-    assert code == "503", rest
+    code, headers, body = get("/v1/models", KEY)
+    assert code == "503", (headers, body)
     assert "no healthy inference backend" in json.loads(body)["error"]["message"]
     assert ssh(CONTROL, "nginx -t 2>&1").returncode == 0
     # The access log names the team, never the key.
