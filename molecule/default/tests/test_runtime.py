@@ -1,6 +1,5 @@
 """GPU and runtime layers in the lab: Docker really runs containers inside the nodes; daemon.json
-keys of other tools survive; on the DGX Spark persona the GPU roles take their GPU branch (the driver DGX OS ships is
-verified, not reinstalled; no fabric manager without NVSwitches)."""
+keys of other tools survive; GPU roles skip with their reason on every node."""
 from __future__ import annotations
 
 import json
@@ -23,14 +22,14 @@ def test_daemon_json_merged_not_rewritten():
         assert conf["debug"] is True  # written by "another tool" before the role ran
         assert conf["log-opts"]["labels"] == "team"
         assert conf["log-opts"]["max-size"] == "100m" and conf["log-opts"]["max-file"] == "5"
-        assert conf["runtimes"]["nvidia"]["path"] == "nvidia-container-runtime"  # a GPU (persona): the nvidia runtime
+        assert "runtimes" not in conf  # no GPU here: no nvidia runtime
         assert host(n).service("docker").is_running
 
 
-def test_gpu_roles_take_the_gpu_branch_everywhere():
+def test_gpu_roles_skip_with_reason_everywhere():
     res = playbook("playbooks/gpu.yml")
     assert res.returncode == 0, res.stdout[-2000:]
-    assert res.stdout.count("driver 580.95.05 (CUDA 13.0) on 1 GPU(s) (DGX OS: verified, not reinstalled)") == len(NODES)
     for n in NODES:
+        assert f"nvidia_driver skipped on {n}: no NVIDIA GPU (no PCI device of vendor 10de)" in res.stdout
         assert f"fabric_manager skipped on {n}: no NVSwitch" in res.stdout
     assert "changed=0" in res.stdout and "changed=1" not in res.stdout

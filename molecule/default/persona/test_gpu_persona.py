@@ -3,6 +3,11 @@ tests for it). What a first contact with real Sparks broke, checked on the nodes
 the runtime configured for the toolkit DGX OS ships (no repository, no key download, no reinstall), vLLM as Spark
 owners run it (NVIDIA's image, native multi-node or Ray, replicas behind the gateway) up to the engine's start with the
 model on every rank's node and unified-memory settings, and a report that never calls a stand-in a pass."""
+# Not in CI (its time budget, README): on a Spark persona lab converged with site.yml,
+#   LAB_PERSONA=spark LAB_MGMT_CIDR=10.79.0.0/24 LAB_FABRIC_CIDR=10.80.0.0/24 python3 lab/lab.py up --name pd --outsider
+#   ansible-playbook -i inventory/lab-pd site.yml
+#   PYTHONPATH=molecule/_shared/pytest MOLECULE_PROJECT_DIRECTORY=$PWD MOLECULE_LAB_INVENTORY=$PWD/inventory/lab-pd \
+#       SPARKFLEET_GATE=on .venv/bin/pytest -p no:cacheprovider molecule/default/persona/test_gpu_persona.py
 from __future__ import annotations
 
 import json
