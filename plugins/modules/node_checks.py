@@ -98,10 +98,11 @@ options:
     type: str
     default: /usr/local/lib/sparkfleet/ray_check.py
   http_checks:
-    description: URLs that must answer, each C({name, url, status}) (the status expected, default 200), or with
+    description: >-
+      URLs that must answer, each C({name, url, status}) (the status expected, default 200), or with
       C(not_checked) set to a reason, reported as not checked. C(status_without) C({path, status}) expects another
-      status while a local file is absent (the gateway answers 503 where no vLLM unit is installed). C(bearer: true)
-      sends I(http_bearer) as C(Authorization: Bearer ...).
+      status while a local file is absent (the gateway answers 503 where no vLLM unit is installed). C(bearer=true)
+      sends I(http_bearer) as an C(Authorization) header (C(Bearer) and the key).
     type: list
     elements: dict
     default: []
@@ -362,12 +363,16 @@ class Checker:
     def versions(self, python):
         out = {"python": None, "ray": None, "vllm": None, "torch": None, "nccl": None}
         if python and os.access(python, os.X_OK):
-            rc, stdout, _ = self.run([python, "-c", _VERSIONS], timeout=30)
-            # Anything but its one JSON line (a venv being rebuilt, a killed probe) leaves the versions unknown.
+            # 120 s: an emulated aarch64 node under CI load took over 30 s to list the venv's distributions.
+            rc, stdout, _ = self.run([python, "-c", _VERSIONS], timeout=120)
+            # Anything but its one JSON line (a venv being rebuilt, a killed probe) is named as such, not as "not
+            # installed".
             try:
                 out.update(json.loads(stdout) if rc == 0 else {})
             except ValueError:
-                pass
+                rc = rc or 1
+            if rc != 0:
+                out.update({k: "unreadable (the probe exited %d)" % rc for k in ("python", "ray", "vllm", "torch")})
         if not out["nccl"]:
             rc, stdout, _ = self.run(["dpkg-query", "-W", "-f", "${Version}", "libnccl2"])
             out["nccl"] = stdout.strip().split("+")[0] or None if rc == 0 else None

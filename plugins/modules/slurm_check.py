@@ -214,7 +214,9 @@ def main():
             continue
         ours = entry["reason"].startswith(prefix)
         argv = None
-        if name in p["drain"] and not (entry["state"] in ("drained", "draining", "drain") and ours):
+        # A node somebody drained (another reason) stays theirs even when it fails a check: draining it again would
+        # replace their reason with ours, and a later passing run would then resume it.
+        if name in p["drain"] and entry["state"] not in ("drained", "draining", "drain"):
             argv = ["scontrol", "update", f"nodename={name}", "state=drain", f"reason={prefix} {p['drain'][name]}"[:250]]
             drained.append(name)
         elif name not in p["drain"] and ours:

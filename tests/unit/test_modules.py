@@ -192,11 +192,13 @@ def test_slurm_check_drains_resumes_and_leaves_peoples_drains(tmp_path):
     srun = ('case "$*" in *hostname*) echo n1;; *mpi4py*) echo "mpi 0 1 1 n1";; esac')
     slurm_tools(tmp_path, sinfo, srun)
     ok, r = run_module("slurm_check", {"nodes": ["n1", "n2", "n3", "n4"], "user": "spark", "timeout": 10,
-                                       "drain": {"n2": "munge_key /etc/munge/munge.key: differs"}}, tmp_path)
+                                       "drain": {"n2": "munge_key /etc/munge/munge.key: differs",
+                                                 # fails a check too, but somebody drained it: their reason stays
+                                                 "n4": "service docker: inactive"}}, tmp_path)
     assert not r.get("failed") and r["changed"] and r["drained"] == ["n2"] and r["resumed"] == ["n3"], r
     log = (tmp_path / "scontrol.log").read_text()
     assert "nodename=n2 state=drain reason=sparkfleet validate: munge_key /etc/munge/munge.key: differs" in log
-    assert "n4" not in log  # somebody's drain: theirs
+    assert "n4" not in log  # somebody's drain: theirs, failing or not
     nodes = {k: v[0] for k, v in r["node_checks"].items()}
     assert nodes["n1"]["status"] == "pass" and nodes["n3"]["status"] == "pass"
     assert nodes["n2"]["status"] == "fail" and "sparkfleet validate: munge_key" in nodes["n2"]["detail"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools import INV, INVENTORY, NODES, PROJECT, SPARES, playbook, recap, ssh
+from labtools import INV, NODES, PROJECT, SPARES, playbook, recap, ssh
 
 CONTROL = next(h for h in NODES if INV["hosts"][h]["group"] == "control")
 COMPUTE = [h for h in NODES if INV["hosts"][h]["group"] == "compute"]
@@ -183,10 +183,6 @@ def test_rolling_change_stops_at_a_failing_canary_then_completes():
         assert "makestep 0.5 3" in ssh(h, "cat /etc/chrony/conf.d/*.conf /etc/chrony/chrony.conf 2>/dev/null").stdout, h
         if h in COMPUTE:
             assert sinfo(h).split("|")[0] in ("idle", "mixed", "allocated"), sinfo(h)
-    # Re-running the finished change touches nothing; putting the code's value back is a change like any other.
+    # Re-running the finished change touches nothing. (The scenario's lab goes after this test: no change back.)
     res = run("playbooks/rolling_upgrade.yml", *change)
     assert res.returncode == 0 and all(r["changed"] == 0 for r in recap(res.stdout).values() if r), res.stdout[-2000:]
-    res = run("playbooks/rolling_upgrade.yml", "-e", "sparkfleet_change=lab-makestep-back", "-e", "sparkfleet_batch=2",
-              "-e", '{"sparkfleet_rolling_roles": ["chrony"]}')
-    assert res.returncode == 0, res.stdout[-3000:]
-    assert INVENTORY.exists()
