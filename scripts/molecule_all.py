@@ -15,6 +15,7 @@ SPARKFLEET_MOLECULE_SKIP=arm64 (comma-separated) leaves scenarios out.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -130,7 +131,17 @@ def main(argv: list[str]) -> int:
                 shared_up = False
             shared_up = shared_up or is_shared(name)
             print(f"molecule_all: === {name}", flush=True)
-            took, rc = run_scenario(name, env)
+            if is_shared(name):
+                # The shared lab stays between role scenarios and goes at the end (shared_down): `--destroy never`
+                # skips the destroy playbook runs before and after each (two ansible-playbook runs that did nothing,
+                # about 10 s a scenario). Molecule then keeps the scenario's state, so each run gets a fresh state
+                # folder: its create step still runs.
+                eph = ROOT / ".cache" / "molecule-state" / name
+                shutil.rmtree(eph, ignore_errors=True)
+                took, rc = run_scenario(name, dict(env, MOLECULE_EPHEMERAL_DIRECTORY=str(eph)),
+                                        argv=["molecule", "test", "-s", name, "--destroy", "never"])
+            else:
+                took, rc = run_scenario(name, env)
             rows.append((name, "role (shared lab)" if is_shared(name) else "integration", took, rc))
         if checks and lane:
             print(f"molecule_all: === {CHECKS}", flush=True)

@@ -2,9 +2,12 @@
 
     python3 -m sparkfleet_tools.drift --inventory inventory/lab --out reports/drift
 
-Exit codes (never confused): 0 = no drift, 2 = drift, 1 = the run itself failed (unreachable
-host, task error, bad inventory, or the --deadline passed: the run is stopped and the report names
-the hosts and tasks still running). Unreachable hosts are listed as such, never as drift.
+Exit codes (never confused): 0 = no drift, 2 = drift, 3 = some hosts unreachable: the run went on with
+the others and the report names both (their drift, if any, and the hosts it could not reach), 1 = the
+run itself failed (task error, bad inventory, every host unreachable, or the --deadline passed: the run
+is stopped and the report names the hosts and tasks still running). Unreachable hosts are listed as such,
+never as drift. With --strict (or sparkfleet_strict in the inventory) one unreachable host stops the run
+(preflight), exit 1.
 It never changes a host: ansible-playbook runs with --check --diff.
 Reports: JSON, Markdown (for people) and JUnit XML (for CI), in a timestamped folder under --out,
 with the last --keep runs kept and copies of the newest as latest.{json,md,xml}. With --textfile,
@@ -27,7 +30,7 @@ from pathlib import Path
 from sparkfleet_tools import report
 
 ROOT = Path(__file__).resolve().parent.parent
-EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_DRIFT, EXIT_PARTIAL = 0, 1, 2, 3
 
 
 def diff_text(res: dict, limit: int = 4000) -> str:
@@ -120,6 +123,19 @@ def running_tasks(events) -> dict:
     return {k: v for k, v in started.items() if k not in ended}
 
 
+def run_status(rc: int, hosts: dict, timed_out: bool) -> str:
+    """ok, drift, partial or error. ansible-playbook's 4 means hosts unreachable and nothing failed: the run went on
+    with the others (preflight drops a host that does not answer), so it is partial, unless no host was reached."""
+    unreachable = [n for n, rec in hosts.items() if rec["status"] == "unreachable"]
+    errors = [n for n, rec in hosts.items() if rec["status"] in ("error", "timeout")]
+    reached = [n for n in hosts if n not in unreachable]
+    if rc == 4 and unreachable and reached and not errors and not timed_out:
+        return "partial"
+    if rc != 0 or unreachable or errors or timed_out:
+        return "error"
+    return "drift" if any(rec["drift"] for rec in hosts.values()) else "ok"
+
+
 def run(args) -> dict:
     import ansible_runner  # imported here so --help works without the venv
 
@@ -130,6 +146,8 @@ def run(args) -> dict:
         cmdline += ["--limit", args.limit]
     for e in args.extra_vars or []:
         cmdline += ["-e", e]
+    if args.strict:
+        cmdline += ["-e", "sparkfleet_strict=true"]
     # ansible-playbook from the same venv as this interpreter (a systemd unit has a bare PATH).
     env = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0",
            "ANSIBLE_RETRY_FILES_ENABLED": "0",
@@ -150,24 +168,23 @@ def run(args) -> dict:
                 stdout_tail = ""
     result = collect(events)
     hosts = result["hosts"]
-    drifted = {n: rec for n, rec in hosts.items() if rec["drift"]}
     unreachable = sorted(n for n, rec in hosts.items() if rec["status"] == "unreachable")
     errors = sorted(n for n, rec in hosts.items() if rec["status"] == "error")
     timed_out = runner_status == "timeout"
     still_running = sorted(f"{n}: {rec['running']}" for n, rec in hosts.items() if rec.get("running"))
-    failed_run = rc != 0 or bool(unreachable) or bool(errors) or timed_out
-    status = "error" if failed_run else ("drift" if drifted else "ok")
+    status = run_status(rc, hosts, timed_out)
     return {
         "tool": "sparkfleet drift check",
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "inventory": inventory, "playbook": playbook, "limit": args.limit,
-        "status": status, "exit_code": {"ok": EXIT_OK, "drift": EXIT_DRIFT, "error": EXIT_ERROR}[status],
+        "status": status,
+        "exit_code": {"ok": EXIT_OK, "drift": EXIT_DRIFT, "error": EXIT_ERROR, "partial": EXIT_PARTIAL}[status],
         "ansible_rc": rc, "runner_status": runner_status, "duration_s": round(time.time() - start, 2),
         "drifted_tasks": sum(len(rec["drift"]) for rec in hosts.values()),
         "unreachable": unreachable, "errored": errors,
         "deadline_s": args.deadline, "timed_out": timed_out, "still_running": still_running,
         "hosts": hosts,
-        "output_tail": stdout_tail if failed_run and not hosts else "",
+        "output_tail": stdout_tail if status == "error" and not hosts else "",
     }
 
 
@@ -186,6 +203,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", type=int, default=14, help="runs to keep in --out")
     ap.add_argument("--textfile", help="node_exporter textfile (.prom) to write")
     ap.add_argument("--verbose", "-v", action="store_true", help="show ansible-playbook output")
+    ap.add_argument("--strict", action="store_true", help="one unreachable host stops the run (exit 1)")
     ap.add_argument("--deadline", type=int, default=int(os.environ.get("SPARKFLEET_DRIFT_DEADLINE_S", 1800)),
                     help="seconds after which the run is stopped and reported as failed (default 1800)")
     args = ap.parse_args(argv)

@@ -17,6 +17,10 @@ def summary_line(data: dict, folder: Path | None = None) -> str:
     if data["status"] == "drift":
         per = ", ".join(f"{h}: {len(r['drift'])}" for h, r in data["hosts"].items() if r["drift"])
         return f"drift: {data['drifted_tasks']} task(s) would change ({per}){where}"
+    if data["status"] == "partial":
+        per = ", ".join(f"{h}: {len(r['drift'])}" for h, r in data["hosts"].items() if r["drift"]) or "none"
+        return (f"drift: unreachable: {', '.join(data['unreachable'])}; the others checked, drift {per}"
+                f" ({data['drifted_tasks']} task(s)){where}")
     bits = []
     if data.get("timed_out"):
         bits.append(f"stopped at the {data.get('deadline_s')} s deadline; still running: "
@@ -31,7 +35,7 @@ def summary_line(data: dict, folder: Path | None = None) -> str:
 
 
 def drift_markdown(data: dict) -> str:
-    icon = {"ok": "no drift", "drift": "DRIFT", "error": "RUN FAILED"}[data["status"]]
+    icon = {"ok": "no drift", "drift": "DRIFT", "error": "RUN FAILED", "partial": "HOSTS UNREACHABLE"}[data["status"]]
     lines = [f"# sparkfleet drift report: {icon}", "",
              f"- generated: {data['generated_at']}", f"- inventory: `{data['inventory']}`",
              f"- playbook: `{data['playbook']}` (check + diff mode: nothing was changed)",
@@ -90,7 +94,7 @@ def drift_junit(data: dict) -> str:
 
 def write_textfile(path: Path, data: dict) -> None:
     """node_exporter textfile collector metrics, written atomically."""
-    code = {"ok": 0, "drift": 2, "error": 1}[data["status"]]
+    code = {"ok": 0, "drift": 2, "error": 1, "partial": 3}[data["status"]]
     lines = ["# HELP sparkfleet_drift_tasks Tasks that would change on the host at the last drift check.",
              "# TYPE sparkfleet_drift_tasks gauge"]
     for h, r in data["hosts"].items():
@@ -102,7 +106,7 @@ def write_textfile(path: Path, data: dict) -> None:
     lines += ["# HELP sparkfleet_drift_last_run_timestamp_seconds End of the last drift check.",
               "# TYPE sparkfleet_drift_last_run_timestamp_seconds gauge",
               f"sparkfleet_drift_last_run_timestamp_seconds {int(time.time())}",
-              "# HELP sparkfleet_drift_last_run_status 0 no drift, 2 drift, 1 the run failed.",
+              "# HELP sparkfleet_drift_last_run_status 0 no drift, 2 drift, 3 hosts unreachable (the others checked), 1 the run failed.",
               "# TYPE sparkfleet_drift_last_run_status gauge",
               f"sparkfleet_drift_last_run_status {code}",
               "# HELP sparkfleet_drift_last_run_duration_seconds Duration of the last drift check.",

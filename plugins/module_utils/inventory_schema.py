@@ -215,6 +215,9 @@ SCHEMA = {
     "sparkfleet_gate": _e("bool", doc="role gates: skip a role whose inputs and footprint are as its last converge left "
                                       "them (false, or SPARKFLEET_GATE=off: every task of every role runs)",
                           example="true"),
+    "sparkfleet_strict": _e("bool", doc="one unreachable node stops the whole run (site.yml, validation, drift), as "
+                                        "before round 3; default false: the run goes on with the reachable nodes, names "
+                                        "the others and exits 4 (drift: 3)", example="false"),
     "sparkfleet_scheduler": _e("str", _match(re.compile(r"^(slurm|kubernetes|none)$"), "one of slurm, kubernetes, none"),
                                doc="the scheduler layer users submit work to", example="slurm"),
     "sparkfleet_monitoring": _e("bool", doc="Prometheus, Alertmanager, Grafana and the exporters (playbooks/monitoring.yml)",

@@ -324,6 +324,32 @@ def test_node_checks_service_never_reads_a_failed_systemctl_as_not_installed():
     assert flaky["status"] == "pass"
 
 
+def test_node_checks_ray_cluster_counts_only_strangers_as_unexpected(tmp_path):
+    """A cluster node outside the run (--limit, or dropped out: unreachable) is alive in Ray all the same: not an
+    unexpected node. Any other alive node is; a versions probe that fails is named, never "not installed"."""
+    import json as _json
+
+    from ansible_collections.sparkfleet.cluster.plugins.modules.node_checks import Checker
+
+    py = tmp_path / "python"
+    py.write_text("#!/bin/sh\n")
+    py.chmod(0o755)
+    out = _json.dumps({"ok": True, "ray_version": "2.60.0", "unexpected": ["10.0.0.13", "10.0.0.99"],
+                       "nodes": {"a": {"alive": True, "hostname": "a", "ip": "10.0.0.11"}}})
+
+    class Fake:
+        def __init__(self, rc, text):
+            self.rc, self.text = rc, text
+
+        def run_command(self, argv):
+            return self.rc, self.text, ""
+
+    checks = Checker(Fake(0, out)).ray_cluster(str(py), "check.py", ["a=10.0.0.11"], ["a=10.0.0.11", "c=10.0.0.13"])
+    assert [c["status"] for c in checks] == ["pass", "fail"] and checks[1]["detail"] == "10.0.0.99", checks
+    versions = Checker(Fake(124, "")).versions(str(py))
+    assert versions["python"] == "unreadable (the probe exited 124)" and versions["ray"].startswith("unreadable"), versions
+
+
 def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():
     """The firewall check under load or emulation: a timed-out or empty `nft list table` is asked again before judging;
     a table really missing or without a default drop fails naming that."""

@@ -154,20 +154,41 @@ def test_planted_drift_is_named_exactly_secrets_stay_hidden_and_a_converge_repai
     assert all(f'sparkfleet_drift_tasks{{host="{n}"}} 0' in text for n in NODES)
 
 
-def test_unreachable_host_is_a_failed_run_not_drift(tmp_path):
-    victim = NODES[-1]
+def test_a_node_down_is_named_and_the_others_are_still_checked_and_converged(tmp_path):
+    """One node's sshd down: the drift check goes on with the others, names the node as unreachable (never as drift)
+    and a drift planted on another node, exit 3; strict mode stops at preflight instead (exit 1); site.yml converges
+    the reachable nodes, repairs the drift, validates them and exits 4 (ansible-playbook's "unreachable")."""
+    victim, other = NODES[-1], NODES[-2]
     container = f"sparkfleet-{INV['vars']['sparkfleet_cluster_name']}-{victim}"
+    ssh(other, "sysctl -qw net.ipv4.ip_local_port_range='32768 60999'")
     # Stop sshd and end its sessions (Ansible's persistent connections with them): new ones are refused.
     subprocess.run(["docker", "exec", container, "sh", "-c", "systemctl stop ssh.socket ssh.service; pkill -x sshd; true"],
                    check=False)
     try:
-        res, report = drift(tmp_path)
+        res, report = drift(tmp_path / "down")
+        assert res.returncode == 3, res.stdout + res.stderr
+        assert report["status"] == "partial" and report["unreachable"] == [victim]
+        assert report["hosts"][victim]["status"] == "unreachable" and report["hosts"][victim]["drift"] == []
+        assert [d["task"] for d in report["hosts"][other]["drift"]] == ["Pin the ephemeral port range to the NCCL range"]
+        assert f"unreachable: {victim}" in res.stdout
+        strict, report = drift(tmp_path / "strict", "--strict")
+        assert strict.returncode == 1 and report["status"] == "error", strict.stdout
+        site = playbook("site.yml", env={"SPARKFLEET_GATE": "on"})
+        assert site.returncode == 4, site.stdout[-3000:]
+        assert f"Left out of this run, unreachable: {victim}" in site.stdout
+        rc = recap(site.stdout)
+        assert rc[victim]["unreachable"] == 1 and rc[other]["changed"] >= 1 and all(
+            r["failed"] == 0 for r in rc.values()), site.stdout[-3000:]
+        assert "validation: " in site.stdout and "0 failed" in site.stdout, site.stdout[-3000:]
+        data = json.loads((PROJECT / "reports" / "validate" / "latest.json").read_text())
+        assert [c["status"] for c in data["hosts"][victim]] == ["not_checked"], data["hosts"][victim]
+        peer = [c for c in data["hosts"][other] if c["check"] == "peer"]
+        assert [(c["target"], c["status"]) for c in peer] == [(victim, "not_checked")], peer
     finally:
         subprocess.run(["docker", "exec", container, "systemctl", "start", "ssh.service"], check=True)
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert report["status"] == "error" and report["unreachable"] == [victim]
-    assert report["hosts"][victim]["status"] == "unreachable" and report["hosts"][victim]["drift"] == []
-    assert victim in res.stdout and "unreachable" in res.stdout
+    # Repaired by that converge: the same range as a node nobody touched.
+    ranges = {n: ssh(n, "cat /proc/sys/net/ipv4/ip_local_port_range").stdout.split() for n in (NODES[0], other)}
+    assert ranges[other] == ranges[NODES[0]] != ["32768", "60999"], ranges
 
 
 def test_no_python_traceback_on_missing_inventory(tmp_path):

@@ -20,6 +20,10 @@ def data_ip(h):
     return (INV["hosts"][h].get("sparkfleet_fabric_ips") or [addr(h)])[0]
 
 
+# An admin's Ray client on a node: the token settings of the node's Ray processes (README, "Ray's token"), as root.
+RAY_ENV = "set -a; . /etc/sparkfleet/ray.env; set +a;"
+
+
 def ray_check(wait=60):
     expect = " ".join(f"{n}={data_ip(n)}" for n in NODES)
     res = ssh(CONTROL, f"{VENV}/bin/python /usr/local/lib/sparkfleet/ray_check.py --wait {wait} {expect}",
@@ -35,13 +39,27 @@ def test_every_node_joins_ray_over_the_fabric_and_runs_a_task_placed_on_it():
         # The node resource put the task on that node: it answers with its own host name, at its fabric address.
         assert node["alive"] and node["hostname"] == n and node["ip"] == data_ip(n), node
     assert data["unexpected"] == []
-    status = ssh(CONTROL, f"{VENV}/bin/ray status --address {data_ip(CONTROL)}:6379", timeout=60).stdout
+    status = ssh(CONTROL, f"{RAY_ENV} {VENV}/bin/ray status --address {data_ip(CONTROL)}:6379", timeout=60).stdout
     assert len(re.findall(r"^ 1 node_", status, re.M)) == len(NODES), status
     # NCCL/GLOO in every Ray process (and the vLLM workers Ray starts) go over the fabric, not the management port.
     for n in NODES:
         env = ssh(n, "cat /etc/sparkfleet/ray.env").stdout
         assert "NCCL_SOCKET_IFNAME=enp1s0f0np0,enP2p1s0f0np0" in env and "GLOO_SOCKET_IFNAME=enp1s0f0np0" in env
         assert f"VLLM_HOST_IP={data_ip(n)}" in env
+
+
+def test_ray_refuses_a_caller_without_its_token():
+    """A cluster user on a compute node reaches the head's job API (the firewall lets cluster nodes in) and asks it to
+    run `id -u`: refused without the token, which is a root-only file on each node and in no unit or environment file."""
+    node = NODES[-1]
+    submit = (f"runuser -u spark -- curl -s -o /dev/null -w '%{{http_code}}' --max-time 20 -X POST "
+              f"-H 'Content-Type: application/json' -d '{{\"entrypoint\": \"id -u\"}}' "
+              f"http://{data_ip(CONTROL)}:8265/api/jobs/")
+    assert ssh(node, submit).stdout.strip() in ("401", "403")
+    token = ssh(node, "stat -c '%a %U' /etc/sparkfleet/ray-auth-token; cat /etc/sparkfleet/ray-auth-token").stdout.split()
+    assert token[:2] == ["400", "root"] and len(token[2]) >= 32, token[:2]
+    assert token[2] not in ssh(node, "cat /etc/sparkfleet/ray.env; systemctl cat sparkfleet-ray").stdout
+    assert ssh(node, "runuser -u spark -- cat /etc/sparkfleet/ray-auth-token", check=False).returncode != 0
 
 
 RAY_PROCS = re.compile(r'"(raylet|gcs_server|python|ray::[A-Za-z]+)"')
@@ -92,7 +110,7 @@ def test_ray_ports_are_the_only_ones_open_between_nodes_and_closed_to_the_outsid
     ports) is closed, and the outsider reaches none of them."""
     # An actor on every node (a driver held for a minute), so a worker port is listening on each one too.
     ssh(CONTROL, "cat > /tmp/hold.py <<'EOF'\n" + HOLD + "\nEOF\n"
-                 f"rm -f /tmp/hold.out; nohup timeout 90 {VENV}/bin/python /tmp/hold.py {' '.join(NODES)} > /tmp/hold.out 2>&1 &")
+                 f"rm -f /tmp/hold.out; {RAY_ENV} nohup timeout 90 {VENV}/bin/python /tmp/hold.py {' '.join(NODES)} > /tmp/hold.out 2>&1 &")
     ssh(CONTROL, "for i in $(seq 60); do grep -q ready /tmp/hold.out && exit 0; sleep 1; done; cat /tmp/hold.out; exit 1",
         timeout=90)
     declared = {}

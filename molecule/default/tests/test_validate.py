@@ -113,11 +113,15 @@ def test_conflicting_hosts_lines_are_disabled_not_deleted():
                    for line in text.splitlines()), text
 
 
-def test_validation_limited_to_one_compute_node_passes():
-    """`--limit` to a compute node leaves the control node outside the play: the munge key is still compared with the
-    control node's (read apart), and the run passes instead of failing 'no key on the control node'."""
+def test_site_limited_to_one_compute_node_passes():
+    """`site.yml --limit` to a compute node, gated: the control node is outside the run, so its munge key is read
+    apart (not "no key on the control node"), and checks whose peer is outside the limit say so, not checked."""
     node = NODES[-1]
-    res = playbook("playbooks/validate.yml", "--limit", node)
+    res = playbook("site.yml", "--limit", node, env={"SPARKFLEET_GATE": "on"})
     assert res.returncode == 0, res.stdout[-3000:]
-    munge = next(c for c in latest()["hosts"][node] if c["check"] == "munge_key")
+    report = latest()
+    assert list(report["hosts"]) == [node]
+    munge = next(c for c in report["hosts"][node] if c["check"] == "munge_key")
     assert munge["status"] == "pass" and munge["detail"] == "same key as the control node", munge
+    peers = {c["target"]: (c["status"], c["detail"]) for c in report["hosts"][node] if c["check"] == "peer"}
+    assert peers == {n: ("not_checked", "outside --limit") for n in NODES if n != node}, peers

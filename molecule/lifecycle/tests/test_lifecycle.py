@@ -1,6 +1,6 @@
-"""Day 2 on the converged lab, for real: a spare node added through the gate, removed again (also as a dead node),
-added back with a planted wrong MTU on its fabric link (the gate fails, it stays out), and a rolling change whose
-canary fails, then completes.
+"""Day 2 on the converged lab, for real: a spare node added through the gate, removed again (its keys revoked),
+added back with a planted wrong MTU on its fabric link (the gate fails, it stays out), removed as a dead node, and a
+rolling change whose canary fails, then completes.
 
 They run in this order on the lifecycle scenario's own lab (they change the cluster's membership); the last one leaves
 the 3-node cluster as converged."""
@@ -22,6 +22,9 @@ REPORTS = PROJECT / "reports" / "lifecycle"
 SHARED = {"/etc/hosts", "/etc/ssh/ssh_known_hosts", "/etc/sparkfleet/firewall.nft", "/etc/sparkfleet/firewall.nft.applied",
           "/etc/slurm/nodes.conf",
           "/etc/sparkfleet/prometheus/prometheus.yml"}
+# What a removal rotates (remove_node revokes the keys the removed node held): the munge key, the store's identities
+# and the nodes' copy of its read-only key.
+REVOKED = {"/etc/munge/munge.key", "/etc/sparkfleet-s3/s3.json", "/etc/sparkfleet/rclone.conf"}
 # The nodes' own target files on the monitoring node (each node writes its own).
 TARGETS = "/etc/sparkfleet/prometheus/targets/"
 TREES = "/etc /opt/sparkfleet /usr/local/lib/sparkfleet /usr/local/bin"
@@ -88,32 +91,45 @@ def test_add_node_passes_the_gate_runs_a_job_and_changes_only_the_shared_files(s
     assert f'host: "{NEW}"' in ssh(CONTROL, "cat /etc/sparkfleet/prometheus/prometheus.yml").stdout
 
 
-def test_remove_node_forgets_it_everywhere_and_jobs_still_run(state):
+def old_keys_work(old_key: Path, cred: str) -> dict:
+    """{node: (SSH as the cluster user with the key works, the munge credential decodes)} for every remaining node.
+    SSH goes from this machine (an admin address the firewall lets in), so a refusal is the key's, not the firewall's."""
+    out = {}
+    for h in NODES:
+        login = subprocess.run(["ssh", "-i", str(old_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+                                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=10",
+                                f"spark@{INV['hosts'][h]['ansible_host']}", "true"], capture_output=True, text=True, timeout=60)
+        decode = ssh(h, f"printf %s '{cred}' | unmunge >/dev/null", check=False)
+        out[h] = (login.returncode == 0, decode.returncode == 0)
+    return out
+
+
+def test_remove_node_forgets_it_everywhere_revokes_its_keys_and_jobs_still_run(state, tmp_path):
+    # What the node holds as a cluster member: the cluster user's key pair and the munge key. Both work now.
+    old_key = tmp_path / "id_ed25519"
+    old_key.write_text(ssh(NEW, "cat /home/spark/.ssh/id_ed25519").stdout)
+    old_key.chmod(0o600)
+    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(True, True)}
     res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
     assert res.returncode == 0, res.stdout[-4000:]
     assert all(r["failed"] == 0 for r in recap(res.stdout).values())
+    # Refused by every remaining node: the old key (still on the removed node) and a credential it makes now.
+    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(False, False)}
+    revoked = json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())["revoked"]
+    assert all(v.startswith("rotated") for v in revoked.values()), revoked
     addrs = [INV["hosts"][NEW]["ansible_host"], *INV["hosts"][NEW]["sparkfleet_fabric_ips"]]
     for h in NODES:
         text = ssh(h, "cat /etc/hosts /etc/ssh/ssh_known_hosts /etc/slurm/nodes.conf; nft list table inet sparkfleet").stdout
         assert NEW not in text and not any(a in text for a in addrs), h
-        # Back to the converged state: only the shared files differ from it, and not even those.
-        assert changed_files(state["before"][h], digests(h)) == set(), h
+        # Back to the converged state but for the rotated keys: only the shared files differed, and not even those.
+        changed = changed_files(state["before"][h], digests(h))
+        assert "/etc/munge/munge.key" in changed and changed <= REVOKED, (h, sorted(changed - REVOKED))
     assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
     # Its membership stopped (Ray's worker exits non-zero on SIGTERM: "failed" is stopped too).
     states = ssh(NEW, "systemctl is-active slurmd sparkfleet-ray", check=False).stdout.split()
     assert len(states) == 2 and "active" not in states, states
     job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE)} hostname -s", timeout=90).stdout.split()
     assert sorted(job) == sorted(COMPUTE)
-    # A dead node is removed all the same: the others forget it and the report says it was not reached. (A stand-in for
-    # ssh that exits 255 makes it unreachable.)
-    dead = state["extra"].parent / "dead"
-    dead.mkdir(exist_ok=True)
-    (dead / "ssh").write_text("#!/bin/sh\nexit 255\n")
-    (dead / "ssh").chmod(0o755)
-    (dead / "dead.yml").write_text(json.dumps({"all": {"children": {"spare": {"hosts": {NEW: {"ansible_ssh_executable": str(dead / "ssh")}}}}}}))
-    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=dead / "dead.yml")
-    assert res.returncode == 0, res.stdout[-3000:]
-    assert json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())["node_reached"] is False
     # A node still in the cluster groups is refused before anything changes.
     res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=state["extra"])
     assert res.returncode != 0 and "is still in the cluster groups" in res.stdout
@@ -143,9 +159,18 @@ def test_a_node_back_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
     assert st.split("|")[0].startswith("drain") and "sparkfleet lifecycle: add_node gate:" in st and "fabric_mtu" in st, st
     job = ssh(CONTROL, f"timeout 30 srun --immediate=10 -w {NEW} -N1 hostname", check=False)
     assert job.returncode != 0, job.stdout
-    # Out again: the cluster is back to its 3 nodes.
-    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
+    # Out again, this time as a dead node: removed all the same: the others forget it and the report says it was not reached. (A stand-in for
+    # ssh that exits 255 makes it unreachable.)
+    dead = state["extra"].parent / "dead"
+    dead.mkdir(exist_ok=True)
+    (dead / "ssh").write_text("#!/bin/sh\nexit 255\n")
+    (dead / "ssh").chmod(0o755)
+    (dead / "dead.yml").write_text(json.dumps({"all": {"children": {"spare": {"hosts": {NEW: {"ansible_ssh_executable": str(dead / "ssh")}}}}}}))
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=dead / "dead.yml")
     assert res.returncode == 0, res.stdout[-3000:]
+    dead_report = json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())
+    # Unreachable, it is left as it is; its keys are revoked on the others all the same.
+    assert dead_report["node_reached"] is False and all(v.startswith("rotated") for v in dead_report["revoked"].values())
     assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
 
 

@@ -5,11 +5,22 @@ sparkfleet-host-<name> resource) returning that node's host name. Prints JSON; e
 """
 import argparse
 import json
+import os
 import socket
 import sys
 import time
 
-import ray
+# Ray's token authentication: the same settings as the node's Ray processes (the unit's environment file), read before
+# ray is imported. The token itself stays in its root-only file (RAY_AUTH_TOKEN_PATH).
+ENV_FILE = "/etc/sparkfleet/ray.env"
+if os.path.exists(ENV_FILE):
+    with open(ENV_FILE) as f:
+        for line in f:
+            k, sep, v = line.strip().partition("=")
+            if sep and k.startswith("RAY_AUTH_"):
+                os.environ.setdefault(k, v)
+
+import ray  # noqa: E402
 
 
 def main():
