@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import secrets
 
+from test_inference import ray_check
+
 from labtools import INV, NODES, PROJECT, host, playbook, recap, ssh
 
 REPORT = PROJECT / "reports" / "validate"
@@ -20,13 +22,6 @@ def latest():
 def sinfo_nodes() -> dict:
     out = ssh(CONTROL, "sinfo -N -h -o '%N|%T|%E'").stdout
     return {n: (s, r) for n, s, r in (ln.split("|", 2) for ln in out.splitlines())}
-
-
-def ray_check(wait: int) -> dict:
-    expect = " ".join(f"{n}={INV['hosts'][n]['sparkfleet_fabric_ips'][0]}" for n in NODES)
-    res = ssh(CONTROL, f"{VENV}/bin/python /usr/local/lib/sparkfleet/ray_check.py --wait {wait} {expect}",
-              check=False, timeout=wait + 120)
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def test_planted_faults_are_named_with_host_and_check_then_repaired_and_validation_passes():
@@ -80,7 +75,8 @@ def test_planted_faults_are_named_with_host_and_check_then_repaired_and_validati
     assert munge not in munge_fix.stdout
     assert ray_fix.returncode == 0 and recap(ray_fix.stdout)[b]["changed"] >= 1, ray_fix.stdout[-3000:]
     assert "2.60.0" in ssh(b, f"{VENV}/bin/python -c 'import ray; print(ray.__version__)'").stdout
-    assert ray_check(wait=120)["ok"]  # its Ray worker restarted on the rebuilt environment and rejoined
+    res, data = ray_check(wait=120)  # its Ray worker restarted on the rebuilt environment and rejoined
+    assert data["ok"], res.stdout + res.stderr
 
     res = playbook("playbooks/validate.yml", timeout=900)
     assert res.returncode == 0, res.stdout[-3000:]
