@@ -553,10 +553,11 @@ def write_inventory(p: dict, key: Path) -> None:
                                     "vllm_image_registry": f"{p['repo_ip']}:5000",
                                     "vllm_image_digest": "sha256:" + "0" * 64})
     if any(h["arch"] != "amd64" for h in p["hosts"]):
-        # An emulated node's raylet gives its dashboard agent (Python, emulated) 15 s to publish its port, fixed in Ray
-        # 2.60 (node_manager.cc, WaitForPersistedPort), then exits with a fatal check; systemd starts it again. On a busy
-        # machine (CI runs two labs at once) the agent took 23-30 s and 3 starts in a row failed in 3 of 5 CI runs.
-        # Ray's join check waits for a start that makes it: 10 min instead of 3.
+        # An emulated node's raylet gives its dashboard agent (Python, emulated) 15 s to publish its HTTP port, fixed in
+        # Ray 2.60 (node_manager.cc, WaitForPersistedPort; `ray start` never hands the raylet the agent's fixed port),
+        # then exits with a fatal check; systemd starts it again. On a busy machine (CI runs two labs at once) the agent
+        # took 23-30 s. Ray's join check waits for a start that makes it: 10 min instead of 3. (A larger CPU share for
+        # the emulated node slowed every other scenario by about 30 %: README, "CI time".)
         data["all"]["vars"]["ray_join_timeout_s"] = 600
     (inv / "hosts.yml").write_text("# Written by lab/lab.py; do not edit (regenerated on `lab up`).\n"
                                    + json.dumps(data, indent=2) + "\n")

@@ -29,11 +29,13 @@ AUTH = {
     "kube_nodeports": "whatever the service behind the port does",
     "flannel_vxlan": "none (VXLAN; the firewall limits it to the nodes)",
     "object_store": "S3 access keys (root key for publishing, a read-only key on the nodes); anonymous requests refused",
-    "ray": "Ray's token (RAY_AUTH_MODE=token: GCS, dashboard and job API, client; a root-only file on each node)",
+    "ray": "Ray's token (RAY_AUTH_MODE=token: GCS, dashboard and job API, client; a file only root and Ray's user read); "
+           "the dashboard listens on the head's fabric address only; Ray runs as an unprivileged user",
     "ray_node": "Ray's token (the same, between Ray's own processes)",
     "ray_workers": "Ray's token (the same, between Ray's own processes)",
     "vllm": "vLLM's API key (VLLM_API_KEY from a root-only file), which only the gateway presents",
-    "gateway": "a team's bearer key (401 and a JSON body without one); rate and concurrency limits per key",
+    "gateway": "a team's bearer key (401 and a JSON body without one); rate and concurrency limits per key; "
+               "HTTPS with gateway_tls_cert/gateway_tls_key",
     "iperf3": "none (a bandwidth test server, started by validation for 10 minutes at most)",
     "ntp_server": "none (NTP)",
     "slurmctld": "munge credentials (the cluster's munge key)",

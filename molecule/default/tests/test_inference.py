@@ -48,18 +48,32 @@ def test_every_node_joins_ray_over_the_fabric_and_runs_a_task_placed_on_it():
         assert f"VLLM_HOST_IP={data_ip(n)}" in env
 
 
-def test_ray_refuses_a_caller_without_its_token():
+def test_ray_refuses_a_caller_without_its_token_and_runs_jobs_unprivileged():
     """A cluster user on a compute node reaches the head's job API (the firewall lets cluster nodes in) and asks it to
-    run `id -u`: refused without the token, which is a root-only file on each node and in no unit or environment file."""
+    run `id -u`: refused without the token, a file only Ray's user and root read, in no unit or environment file. An
+    admin's job, through the documented path (sudo sparkfleet-ray-job), runs as Ray's system user; no Ray process on
+    any node runs as root."""
     node = NODES[-1]
     submit = (f"runuser -u spark -- curl -s -o /dev/null -w '%{{http_code}}' --max-time 20 -X POST "
               f"-H 'Content-Type: application/json' -d '{{\"entrypoint\": \"id -u\"}}' "
               f"http://{data_ip(CONTROL)}:8265/api/jobs/")
     assert ssh(node, submit).stdout.strip() in ("401", "403")
     token = ssh(node, "stat -c '%a %U' /etc/sparkfleet/ray-auth-token; cat /etc/sparkfleet/ray-auth-token").stdout.split()
-    assert token[:2] == ["400", "root"] and len(token[2]) >= 32, token[:2]
+    assert token[:2] == ["400", "sparkfleet-ray"] and len(token[2]) >= 32, token[:2]
     assert token[2] not in ssh(node, "cat /etc/sparkfleet/ray.env; systemctl cat sparkfleet-ray").stdout
     assert ssh(node, "runuser -u spark -- cat /etc/sparkfleet/ray-auth-token", check=False).returncode != 0
+    # The documented path: refused to the cluster user (no token for it), and an admin's job runs unprivileged.
+    denied = ssh(node, "runuser -u spark -- sparkfleet-ray-job list", check=False)
+    assert denied.returncode != 0 and "run it with sudo" in denied.stderr, denied.stdout + denied.stderr
+    job = ssh(node, "sparkfleet-ray-job submit -- id -un", check=False, timeout=180)
+    assert job.returncode == 0 and "sparkfleet-ray" in [ln.strip() for ln in job.stdout.splitlines()], (
+        job.stdout[-2000:] + job.stderr)
+    # The journal names who asked: the admin behind sudo (the lab's tests log in as sparkadmin and use sudo).
+    assert "user=sparkadmin ray job submit -- id -un" in ssh(node, "journalctl -t sparkfleet-ray-job --no-pager -o cat | tail -3").stdout
+    for n in NODES:
+        procs = ssh(n, "ps -eo user:20,args --no-headers | grep -E 'raylet|gcs_server|ray/dashboard|ray::|ray start' "
+                       "| grep -v grep", check=False).stdout.splitlines()
+        assert procs and all(p.split()[0] == "sparkfleet-ray" for p in procs), (n, procs)
 
 
 RAY_PROCS = re.compile(r'"(raylet|gcs_server|python|ray::[A-Za-z]+)"')

@@ -142,8 +142,9 @@ def test_compute_nodes_hold_only_a_read_only_identity(model):
     assert sorted(node_sums(COMPUTE[0], "v1")) == sorted(model["v1"])  # nothing deleted
 
 
-@pytest.mark.parametrize("bad", [{"name": "../etc", "version": "v1"}, {"name": "m; rm -rf /", "version": "v1"},
-                                 {"name": "ok", "version": "v1/../../x"}, {"name": "ok"}, "just-a-string"])
+# Every shape of bad entry is the filter's unit test (tests/unit/test_filters.py); here, that the playbook stops on
+# one before any sync, whichever field is bad.
+@pytest.mark.parametrize("bad", [{"name": "../etc", "version": "v1"}, {"name": "ok", "version": "v1/../../x"}])
 def test_model_names_are_validated_before_any_sync(bad):
     """rclone sync deletes what the source lacks: a name that escapes /models must never reach it."""
     res = playbook("playbooks/storage.yml", "-e", json.dumps({"model_sync_models": [bad]}), timeout=300)

@@ -1,10 +1,11 @@
 """Gateway (nginx) on the control node: its health endpoint, bearer keys per team (401 and a JSON body without a valid
-one), a clear JSON 503 while no backend runs, and keys that never reach a log."""
+one), a clear JSON 503 while no backend runs, keys that never reach a log, and its optional TLS pair."""
 from __future__ import annotations
 
 import json
+import subprocess
 
-from labtools import CONTROL, INV, INVENTORY, addr, role_run, ssh
+from labtools import CONTROL, INV, INVENTORY, addr, playbook, role_run, ssh
 
 URL = f"http://{addr(CONTROL)}:8090"
 KEY = (INVENTORY / ".secrets" / f"{INV['vars']['sparkfleet_cluster_name']}_gateway_key_default").read_text().strip()
@@ -46,3 +47,32 @@ def test_keys_are_root_only_and_never_in_verbose_output():
     assert KEY not in ssh(CONTROL, "cat /etc/nginx/conf.d/sparkfleet-gateway.conf").stdout
     out = role_run("-vvv")  # changes nothing, and shows neither key
     assert len(out) > 10000 and KEY not in out and VLLM_KEY not in out
+
+
+def test_a_tls_pair_serves_https_on_the_management_address_and_the_key_never_shows(tmp_path):
+    """gateway_tls_cert/gateway_tls_key: HTTPS on the management address (a self-signed pair for that address), the
+    same keys and JSON answers through it, plain HTTP refused there; the key root-only and in no output, --diff
+    included; back to plain HTTP without the pair (the files go)."""
+    ip = addr(CONTROL)
+    key, cert = tmp_path / "gw.key", tmp_path / "gw.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=sparkfleet-gateway", "-addext", f"subjectAltName=IP:{ip}"],
+                   check=True, capture_output=True)
+    body = key.read_text().splitlines()[1]  # a line of the key's base64
+    pair = tmp_path / "tls.json"
+    pair.write_text(json.dumps({"gateway_tls_cert": cert.read_text(), "gateway_tls_key": key.read_text()}))
+    try:
+        res = playbook("playbooks/roles.yml", "-e", f"@{pair}", "--diff", "-v")
+        assert res.returncode == 0 and body not in res.stdout, res.stdout[-3000:]
+        assert ssh(CONTROL, "stat -c '%a %U' /etc/nginx/sparkfleet-gateway.key").stdout.split() == ["600", "root"]
+        ssh(CONTROL, f"cat > /tmp/gw-ca.crt <<'EOF'\n{cert.read_text()}EOF")
+        https = f"curl -sS --cacert /tmp/gw-ca.crt -o /tmp/gw.json -w '%{{http_code}}' https://{ip}:8090/v1/models"
+        assert ssh(CONTROL, https).stdout == "401"
+        assert ssh(CONTROL, f"{https} -H 'Authorization: Bearer {KEY}'; echo; cat /tmp/gw.json").stdout.startswith("503")
+        plain = ssh(CONTROL, f"curl -s -o /dev/null -w '%{{http_code}}' {URL}/v1/models", check=False).stdout
+        assert plain == "400", plain  # nginx: "The plain HTTP request was sent to HTTPS port"
+    finally:
+        res = playbook("playbooks/roles.yml")
+        assert res.returncode == 0, res.stdout[-3000:]
+    assert ssh(CONTROL, "ls /etc/nginx/sparkfleet-gateway.key /etc/nginx/sparkfleet-gateway.crt", check=False).returncode != 0
+    assert get("/v1/models")[0] == "401"

@@ -1,6 +1,7 @@
-"""Day 2 on the converged lab, for real: a spare node added through the gate, removed again (its keys revoked),
-added back with a planted wrong MTU on its fabric link (the gate fails, it stays out), removed as a dead node, and a
-rolling change whose canary fails, then completes.
+"""Day 2 on the converged lab, for real: a spare node added through the gate; the gate run again after its fabric link
+lost its jumbo frames (it fails, the node is drained); the node removed while dead (the others forget it and its keys
+are revoked without it), then removed again once it is back (its cluster membership stopped); and a rolling change
+whose canary fails, then completes. One full converge of the spare node in all.
 
 They run in this order on the lifecycle scenario's own lab (they change the cluster's membership); the last one leaves
 the 3-node cluster as converged."""
@@ -23,8 +24,8 @@ SHARED = {"/etc/hosts", "/etc/ssh/ssh_known_hosts", "/etc/sparkfleet/firewall.nf
           "/etc/slurm/nodes.conf",
           "/etc/sparkfleet/prometheus/prometheus.yml"}
 # What a removal rotates (remove_node revokes the keys the removed node held): the munge key, the store's identities
-# and the nodes' copy of its read-only key.
-REVOKED = {"/etc/munge/munge.key", "/etc/sparkfleet-s3/s3.json", "/etc/sparkfleet/rclone.conf"}
+# and the nodes' copy of its read-only key, Ray's token.
+REVOKED = {"/etc/munge/munge.key", "/etc/sparkfleet-s3/s3.json", "/etc/sparkfleet/rclone.conf", "/etc/sparkfleet/ray-auth-token"}
 # The nodes' own target files on the monitoring node (each node writes its own).
 TARGETS = "/etc/sparkfleet/prometheus/targets/"
 TREES = "/etc /opt/sparkfleet /usr/local/lib/sparkfleet /usr/local/bin"
@@ -104,42 +105,11 @@ def old_keys_work(old_key: Path, cred: str) -> dict:
     return out
 
 
-def test_remove_node_forgets_it_everywhere_revokes_its_keys_and_jobs_still_run(state, tmp_path):
-    # What the node holds as a cluster member: the cluster user's key pair and the munge key. Both work now.
-    old_key = tmp_path / "id_ed25519"
-    old_key.write_text(ssh(NEW, "cat /home/spark/.ssh/id_ed25519").stdout)
-    old_key.chmod(0o600)
-    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(True, True)}
-    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
-    assert res.returncode == 0, res.stdout[-4000:]
-    assert all(r["failed"] == 0 for r in recap(res.stdout).values())
-    # Refused by every remaining node: the old key (still on the removed node) and a credential it makes now.
-    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(False, False)}
-    revoked = json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())["revoked"]
-    assert all(v.startswith("rotated") for v in revoked.values()), revoked
-    addrs = [INV["hosts"][NEW]["ansible_host"], *INV["hosts"][NEW]["sparkfleet_fabric_ips"]]
-    for h in NODES:
-        text = ssh(h, "cat /etc/hosts /etc/ssh/ssh_known_hosts /etc/slurm/nodes.conf; nft list table inet sparkfleet").stdout
-        assert NEW not in text and not any(a in text for a in addrs), h
-        # Back to the converged state but for the rotated keys: only the shared files differed, and not even those.
-        changed = changed_files(state["before"][h], digests(h))
-        assert "/etc/munge/munge.key" in changed and changed <= REVOKED, (h, sorted(changed - REVOKED))
-    assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
-    # Its membership stopped (Ray's worker exits non-zero on SIGTERM: "failed" is stopped too).
-    states = ssh(NEW, "systemctl is-active slurmd sparkfleet-ray", check=False).stdout.split()
-    assert len(states) == 2 and "active" not in states, states
-    job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE)} hostname -s", timeout=90).stdout.split()
-    assert sorted(job) == sorted(COMPUTE)
-    # A node still in the cluster groups is refused before anything changes.
-    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=state["extra"])
-    assert res.returncode != 0 and "is still in the cluster groups" in res.stdout
-
-
-def test_a_node_back_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
-    """The removed node comes back (say from a repair) with a link that passes only 1500-byte frames. Its fabric
-    configuration is already there (the layer changes nothing, so its own full-MTU confirmation does not run): the
-    gate must catch it. (On a fresh node the fabric layer's confirmation itself fails and rolls back, and add_node
-    stops before the other nodes are told.)"""
+def test_a_member_whose_link_lost_jumbo_frames_fails_the_gate_and_is_drained(state):
+    """The node's link now passes only 1500-byte frames (a bad cable or switch port after a repair), and add_node runs
+    again. Its fabric configuration is already there (the layer changes nothing, so its own full-MTU confirmation does
+    not run): the gate must catch it. (On a fresh node the fabric layer's confirmation itself fails and rolls back, and
+    add_node stops before the other nodes are told.)"""
     iface = INV["vars"]["sparkfleet_fabric_interfaces"][0]
     veth = host_veth(NEW, iface)
     subprocess.run(["ip", "link", "set", "dev", veth, "mtu", "1500"], check=True)
@@ -154,24 +124,58 @@ def test_a_node_back_with_a_wrong_mtu_fails_the_gate_and_stays_out(state):
     mtu = [f for f in verdict["failures"] if "fabric_mtu" in f]
     assert mtu and any(f.startswith(f"{NEW}:") for f in mtu) and any(not f.startswith(f"{NEW}:") for f in mtu), verdict
     assert "PASSED" not in (REPORTS / f"add_node-{NEW}.md").read_text()
-    # It stays out of the scheduler: drained with the gate's reason; jobs without its reservation never land there.
+    # It is out of the scheduler: drained with the gate's reason; jobs without its reservation never land there.
     st = sinfo(NEW)
     assert st.split("|")[0].startswith("drain") and "sparkfleet lifecycle: add_node gate:" in st and "fabric_mtu" in st, st
     job = ssh(CONTROL, f"timeout 30 srun --immediate=10 -w {NEW} -N1 hostname", check=False)
     assert job.returncode != 0, job.stdout
-    # Out again, this time as a dead node: removed all the same: the others forget it and the report says it was not reached. (A stand-in for
-    # ssh that exits 255 makes it unreachable.)
-    dead = state["extra"].parent / "dead"
-    dead.mkdir(exist_ok=True)
+
+
+def test_remove_node_while_dead_forgets_and_revokes_then_once_back_stops_its_membership(state, tmp_path):
+    # What the node holds as a cluster member: the cluster user's key pair, the munge key, Ray's token. They work now.
+    old_key = tmp_path / "id_ed25519"
+    old_key.write_text(ssh(NEW, "cat /home/spark/.ssh/id_ed25519").stdout)
+    old_key.chmod(0o600)
+    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(True, True)}
+    old_token = ssh(NEW, "cat /etc/sparkfleet/ray-auth-token").stdout.strip()
+    # Dead to Ansible (a stand-in for ssh that exits 255), out of the inventory's cluster groups.
+    dead = tmp_path / "dead"
+    dead.mkdir()
     (dead / "ssh").write_text("#!/bin/sh\nexit 255\n")
     (dead / "ssh").chmod(0o755)
     (dead / "dead.yml").write_text(json.dumps({"all": {"children": {"spare": {"hosts": {NEW: {"ansible_ssh_executable": str(dead / "ssh")}}}}}}))
     res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=dead / "dead.yml")
-    assert res.returncode == 0, res.stdout[-3000:]
-    dead_report = json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())
+    assert res.returncode == 0, res.stdout[-4000:]
+    report = json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())
     # Unreachable, it is left as it is; its keys are revoked on the others all the same.
-    assert dead_report["node_reached"] is False and all(v.startswith("rotated") for v in dead_report["revoked"].values())
+    assert report["node_reached"] is False and all(v.startswith("rotated") for v in report["revoked"].values()), report
+    # Refused by every remaining node: the old key (still on the removed node) and a credential it makes now.
+    assert set(old_keys_work(old_key, ssh(NEW, "munge -n").stdout.strip()).values()) == {(False, False)}
+    # Ray's job API, asked from a remaining node: the old token is refused, the node's current one accepted.
+    jobs = f"http://{INV['hosts'][CONTROL]['sparkfleet_fabric_ips'][0]}:8265/api/jobs/"
+    ask = "curl -s -o /dev/null -w '%{{http_code}}' --max-time 20 -H \"Authorization: Bearer {}\" " + jobs
+    assert ssh(COMPUTE[0], ask.format(old_token)).stdout in ("401", "403")
+    assert ssh(COMPUTE[0], ask.format("$(cat /etc/sparkfleet/ray-auth-token)")).stdout == "200"
+    addrs = [INV["hosts"][NEW]["ansible_host"], *INV["hosts"][NEW]["sparkfleet_fabric_ips"]]
+    for h in NODES:
+        text = ssh(h, "cat /etc/hosts /etc/ssh/ssh_known_hosts /etc/slurm/nodes.conf; nft list table inet sparkfleet").stdout
+        assert NEW not in text and not any(a in text for a in addrs), h
+        # Back to the converged state but for the rotated keys: only the shared files differed, and not even those.
+        changed = changed_files(state["before"][h], digests(h))
+        assert "/etc/munge/munge.key" in changed and changed <= REVOKED, (h, sorted(changed - REVOKED))
     assert NEW not in ssh(CONTROL, "sinfo -h -N -o %N").stdout
+    job = ssh(CONTROL, f"runuser -u spark -- srun --immediate=30 -N{len(COMPUTE)} hostname -s", timeout=90).stdout.split()
+    assert sorted(job) == sorted(COMPUTE)
+    # Back online: removed again, it is reached and its membership stops (Ray's worker exits non-zero on SIGTERM:
+    # "failed" is stopped too); the others were already told.
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}")
+    assert res.returncode == 0 and all(r["failed"] == 0 for r in recap(res.stdout).values()), res.stdout[-4000:]
+    assert json.loads((REPORTS / f"remove_node-{NEW}.json").read_text())["node_reached"] is True
+    states = ssh(NEW, "systemctl is-active slurmd sparkfleet-ray", check=False).stdout.split()
+    assert len(states) == 2 and "active" not in states, states
+    # A node still in the cluster groups is refused before anything changes.
+    res = run("playbooks/remove_node.yml", "-e", f"node={NEW}", extra=state["extra"])
+    assert res.returncode != 0 and "is still in the cluster groups" in res.stdout
 
 
 def test_rolling_change_stops_at_a_failing_canary_then_completes():
