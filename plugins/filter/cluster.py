@@ -24,8 +24,8 @@ def cluster_node(hostvars, groups, name):
     return cm.cluster_node(hostvars, groups, name)
 
 
-def inventory_errors(hostvars, groups, extra_groups=()):
-    return cm.inventory_errors(hostvars, groups, extra_groups)
+def inventory_errors(hostvars, groups, extra_groups=(), gateway_keys_env=""):
+    return cm.inventory_errors(hostvars, groups, extra_groups, gateway_keys_env)
 
 
 def host_errors(facts, host, hv, requirements):

@@ -7,6 +7,7 @@ Every error message names the host, the variable and the value.
 
 from __future__ import annotations
 
+import json
 import re
 
 import netaddr
@@ -289,8 +290,9 @@ def _merge_hosts(errors, all_hosts):
     return out
 
 
-def inventory_errors(hostvars, groups, extra_groups=()):
-    """Checks that need only the inventory (no facts): structure, schema, networks, addresses, ports, names."""
+def inventory_errors(hostvars, groups, extra_groups=(), gateway_keys_env=""):
+    """Checks that need only the inventory (no facts): structure, schema, networks, addresses, ports, names, and the
+    gateway's bearer keys where they are given (inventory or SPARKFLEET_GATEWAY_KEYS, gateway_keys_env)."""
     # The run-time group is fine where preflight made it (its hosts carry _preflight_passed), an error otherwise.
     passed = list(groups.get(PASSED_GROUP, []))
     groups = {g: hs for g, hs in groups.items() if g != PASSED_GROUP}
@@ -366,7 +368,61 @@ def inventory_errors(hostvars, groups, extra_groups=()):
             if n.lower() in seen_name:
                 errors.append("%s: duplicate name %s, also %s" % (h, n, seen_name[n.lower()]))
             seen_name[n.lower()] = h
+    errors += gateway_key_errors(hostvars, groups, gateway_keys_env)
     return _merge_hosts(_dedupe(errors), set(cluster))
+
+
+# The gateway's bearer keys (roles/gateway): what nginx' map and the Authorization header can carry.
+GATEWAY_TEAM_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+GATEWAY_KEY_RE = re.compile(r"^[A-Za-z0-9._~+/=-]{24,256}$")
+
+
+def gateway_key_errors(hostvars, groups, env_raw=""):
+    """The gateway host's TLS pair and bearer keys, where given: both halves of the pair, as PEM; {team: key} with plain
+    team names and distinct keys of 24 to 256 characters. Checked before any change (the gateway role comes late in
+    site.yml). No message shows a key."""
+    host = (groups.get("control") or [None])[0]
+    if host is None or host not in hostvars or not _bool(_get(hostvars[host], "sparkfleet_inference", True)):
+        return []
+    cert, key = str(_get(hostvars[host], "gateway_tls_cert", "")), str(_get(hostvars[host], "gateway_tls_key", ""))
+    errors = []
+    if bool(cert) != bool(key):
+        errors.append("%s: gateway_tls_cert and gateway_tls_key go together (given: only %s)"
+                      % (host, "gateway_tls_cert" if cert else "gateway_tls_key"))
+    if cert and "BEGIN CERTIFICATE" not in cert:
+        errors.append("%s: gateway_tls_cert is not a PEM certificate (-----BEGIN CERTIFICATE-----)" % host)
+    if key and "PRIVATE KEY" not in key:
+        errors.append("%s: gateway_tls_key is not a PEM private key (not shown)" % host)
+    return errors + _bearer_key_errors(host, hostvars, env_raw)
+
+
+def _bearer_key_errors(host, hostvars, env_raw):
+    keys = _get(hostvars[host], "gateway_api_keys")
+    source = "gateway_api_keys"
+    if keys is None and env_raw:
+        source = "SPARKFLEET_GATEWAY_KEYS"
+        try:
+            keys = json.loads(env_raw)
+        except ValueError:
+            return ["%s: SPARKFLEET_GATEWAY_KEYS is not JSON (a JSON object {team: key} is expected; not shown)" % host]
+    if keys is None:
+        return []  # one key for team default is generated
+    if not isinstance(keys, dict) or not keys:
+        return ["%s: %s must map team names to bearer keys ({team: key}, at least one)" % (host, source)]
+    errors = []
+    for team, key in keys.items():
+        if not GATEWAY_TEAM_RE.match(str(team)):
+            errors.append("%s: %s has the team name %r (letters, digits, '_', '-'; 64 at most)" % (host, source, team))
+        if not isinstance(key, str) or not GATEWAY_KEY_RE.match(key):
+            errors.append("%s: %s[%s]: the key must be 24 to 256 characters of letters, digits and . _ ~ + / = - "
+                          "(%s)" % (host, source, team, "not shown" if isinstance(key, str) else "not a string"))
+    if len({str(k) for k in keys.values()}) != len(keys):
+        errors.append("%s: %s gives two teams the same key (each team's key must be its own)" % (host, source))
+    return errors
+
+
+def _bool(v):
+    return v if isinstance(v, bool) else str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _dedupe(errors):

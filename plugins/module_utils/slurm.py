@@ -82,16 +82,26 @@ def mpi_default(probes: list[dict]) -> str:
 
 
 _TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output prefix
+# Recorded on an H100 with NCCL 2.28 (tests/fixtures/nccl-tests/*h100-1gpu*): "... NCCL WARN Bootstrap : no socket
+# interface found", "vm: Test NCCL failure common.cu:1550 'invalid usage ...'", "Invalid number of GPUs: 2 requested ...".
+_NCCL_ERROR = re.compile(r"NCCL WARN (?P<warn>.+)$|(?P<other>Test (?:NCCL |CUDA )?failure .+|Invalid number of GPUs.+)$")
 
 
 def parse_nccl_tests(text: str) -> dict:
     """nccl-tests output (all_reduce_perf and friends) -> {'ranks': n, 'hosts': [...], 'rows': [{size, busbw, wrong}],
     'peak_busbw': GB/s of the best out-of-place row, 'avg_busbw': the tool's own average, 'wrong': total #wrong}.
     Rows are read from the right (time algbw busbw #wrong [time algbw busbw #wrong]), which holds across versions
-    with and without the root column and without the in-place half."""
-    ranks, hosts, rows, avg = 0, [], [], None
+    with and without the root column and without the in-place half. 'errors': why a run stopped, in NCCL's and the
+    tool's own words (NCCL WARN lines, "Test ... failure", "Invalid number of GPUs"), at most 5."""
+    ranks, hosts, rows, avg, errors = 0, [], [], None, []
     for raw in text.splitlines():
         line = _TAG.sub("", raw).rstrip()
+        m = _NCCL_ERROR.search(line)
+        if m and len(errors) < 5:
+            msg = (m.group("warn") or m.group("other")).strip()
+            if msg not in errors:
+                errors.append(msg)
+            continue
         m = re.match(r"#\s+Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)", line)
         if m:
             ranks += 1
@@ -113,4 +123,5 @@ def parse_nccl_tests(text: str) -> dict:
             continue
         rows.append({"size": int(cols[0]), "busbw": busbw[0], "wrong": wrong})
     return {"ranks": ranks, "hosts": hosts, "rows": rows, "avg_busbw": avg,
-            "peak_busbw": max((r["busbw"] for r in rows), default=None), "wrong": sum(r["wrong"] for r in rows)}
+            "peak_busbw": max((r["busbw"] for r in rows), default=None), "wrong": sum(r["wrong"] for r in rows),
+            "errors": errors}

@@ -11,7 +11,7 @@ description:
     wheels) with C(pip install --no-index --require-hashes); no package index is reached.
   - Check mode reports what would change (the differences in the diff) and changes nothing.
   - Returns the environment's Python version and the installed distributions, for the fleet consistency check.
-version_added: "0.2.0"
+version_added: "0.1.0"
 author: sparkfleet developers
 options:
   path:

@@ -16,7 +16,7 @@ description:
     answers, per role, whether it is still the same; preflight does this once per run, and each role's gate then
     decides on the controller, without another round trip.
   - Use it through the action plugin of the same name, which computes I(inputs_digest) on the controller.
-version_added: "0.2.0"
+version_added: "0.1.0"
 author: sparkfleet developers
 options:
   role:

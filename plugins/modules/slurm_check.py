@@ -14,7 +14,7 @@ description:
     people (any other reason) are never touched.
   - Jobs are bounded (C(--immediate) and a time limit); busy nodes make the job checks C(not_checked), never a pass.
   - In check mode nothing is drained or resumed (the jobs still run: they change nothing).
-version_added: "0.2.0"
+version_added: "0.1.0"
 author: sparkfleet developers
 options:
   nodes:
@@ -129,7 +129,9 @@ def nccl_check(module, usable):
     if not r["rows"] and ("No such file" in se or "execve" in se or rc == 127):
         return check("nccl_all_reduce", target, "not_checked", f"nccl-tests not installed on the nodes ({p['nccl_all_reduce']})")
     if rc != 0 or not r["rows"]:
-        return check("nccl_all_reduce", target, "fail", f"srun rc {rc}: {(se or so).strip()[-300:]}")
+        # NCCL's own words first (a wrong NCCL_SOCKET_IFNAME: "Bootstrap : no socket interface found").
+        why = "; ".join(r["errors"]) or (se or so).strip()[-300:]
+        return check("nccl_all_reduce", target, "fail", f"srun rc {rc}: {why}")
     if r["ranks"] != want:
         return check("nccl_all_reduce", target, "fail",
                      f"{r['ranks']} rank(s) in one communicator, expected {want}: built without MPI=1, or ranks did not join")

@@ -188,6 +188,11 @@ CASES = [
     ("service-comment-lines", "ranges", var("sparkfleet_extra_services", {"jupyter": {"ports": [8888], "proto": "tcp", "from": ["admin"],
                                                                                      "open_on": ["control"], "comment": "x\ntcp dport 22 accept"}}),
      "comment='x\\ntcp dport 22 accept' must be one line of text"),
+    # The gateway's bearer keys (its role runs late in site.yml): refused before any change, the key never shown.
+    ("gateway-short-key", "ranges", var("gateway_api_keys", {"default": "short-key"}),
+     "spark-01: gateway_api_keys[default]: the key must be 24 to 256 characters"),
+    ("gateway-shared-key", "ranges", var("gateway_api_keys", {"a": "k" * 30, "b": "k" * 30}),
+     "spark-01: gateway_api_keys gives two teams the same key"),
 ]
 
 STUB = "#!/bin/sh\necho \"$@\" >> \"$SPARKFLEET_SSH_CALLS\"\nexit 255\n"

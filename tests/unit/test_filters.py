@@ -137,3 +137,31 @@ def test_readme_port_table_is_current_and_every_service_says_how_it_authenticate
     from conftest import ROOT
     res = subprocess.run([sys.executable, str(ROOT / "scripts/ports_doc.py"), "--check"], text=True, capture_output=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_gateway_keys_are_checked_before_any_change_and_never_shown():
+    groups = {"control": ["c1"], "cluster": ["c1"]}
+    good = {"team-a": "a" * 30, "team_b": "b" * 40}
+    assert cm.gateway_key_errors({"c1": {"gateway_api_keys": good}}, groups) == []
+    assert cm.gateway_key_errors({"c1": {}}, groups) == []  # generated
+    assert cm.gateway_key_errors({"c1": {"gateway_api_keys": {"x y": "secret-value-0123456789-abcdef"}}}, groups) == [
+        "c1: gateway_api_keys has the team name 'x y' (letters, digits, '_', '-'; 64 at most)"]
+    errs = cm.gateway_key_errors({"c1": {"gateway_api_keys": {"t": "has space in it 0123456789abc"}}}, groups)
+    assert errs == ["c1: gateway_api_keys[t]: the key must be 24 to 256 characters of letters, digits and . _ ~ + / = - "
+                    "(not shown)"]
+    assert cm.gateway_key_errors({"c1": {"gateway_api_keys": ["k"]}}, groups) == [
+        "c1: gateway_api_keys must map team names to bearer keys ({team: key}, at least one)"]
+    # From the environment, when the inventory gives none.
+    assert cm.gateway_key_errors({"c1": {}}, groups, '{"t": "%s"}' % ("z" * 24)) == []
+    assert cm.gateway_key_errors({"c1": {}}, groups, "t=secretsecretsecretsecret") == [
+        "c1: SPARKFLEET_GATEWAY_KEYS is not JSON (a JSON object {team: key} is expected; not shown)"]
+    assert cm.gateway_key_errors({"c1": {}}, groups, '{"a": "%s", "b": "%s"}' % ("q" * 30, "q" * 30)) == [
+        "c1: SPARKFLEET_GATEWAY_KEYS gives two teams the same key (each team's key must be its own)"]
+    # No inference layer: no gateway, nothing to check.
+    assert cm.gateway_key_errors({"c1": {"sparkfleet_inference": False, "gateway_api_keys": {"t": "x"}}}, groups) == []
+    # The TLS pair: both or neither, PEM text.
+    assert cm.gateway_key_errors({"c1": {"gateway_tls_cert": "-----BEGIN CERTIFICATE-----\nx"}}, groups) == [
+        "c1: gateway_tls_cert and gateway_tls_key go together (given: only gateway_tls_cert)"]
+    assert cm.gateway_key_errors({"c1": {"gateway_tls_cert": "cert.pem", "gateway_tls_key": "secret-text"}}, groups) == [
+        "c1: gateway_tls_cert is not a PEM certificate (-----BEGIN CERTIFICATE-----)",
+        "c1: gateway_tls_key is not a PEM private key (not shown)"]

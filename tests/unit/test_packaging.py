@@ -12,7 +12,10 @@ from pathlib import Path
 from conftest import ROOT
 
 SECRET = "sparkfleet-test-secret-7f3a9c"
+# Every kind of generated secret (the store's, the SSH and munge keys, Ray's token, the gateway's and vLLM's keys).
 PLANTED = ["inventory/lab-pkgtest/hosts.yml", "inventory/lab-pkgtest/.secrets/pkgtest_s3_root_secret",
+           "inventory/lab-pkgtest/.secrets/pkgtest_munge_key", "inventory/lab-pkgtest/.secrets/pkgtest_ray_token",
+           "inventory/lab-pkgtest/.secrets/pkgtest_gateway_key_default", "inventory/lab-pkgtest/.secrets/pkgtest_vllm_api_key",
            "inventory/lab-pkgtest/.secrets/pkgtest_cluster_ed25519", "inventory/example/.secrets/example_s3_root_secret",
            "roles/object_store/.secrets/stray", "playbooks/.secrets/stray", ".cache/pkgtest/stray", "reports/pkgtest/report.json",
            "roles/firewall/files/stray.key", "plugins/modules/__pycache__/x.cpython-311.pyc"]

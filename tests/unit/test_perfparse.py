@@ -91,3 +91,16 @@ def test_nccl_on_the_management_nic_is_named(fixture_text):
     # No RDMA on the fabric (the lab): sockets are right, but only on fabric ports.
     assert pp.judge_nccl_transport("n", sock, [], ["enp227s0f0", "enxfe1dc2e063ea"], expect="Socket")["status"] == "pass"
     assert pp.judge_nccl_transport("n", sock, [], FABRIC_IFS, expect="Socket")["status"] == "fail"
+
+
+def test_nccl_on_one_h100_names_its_socket_transport(fixture_text):
+    """NCCL 2.28's own log from a real one-GPU run (no RDMA device there): the check names NET/Socket on eth0, not the
+    fabric's devices - what a node whose NCCL_IB_HCA misses its CX-7 halves would show."""
+    log = pp.nccl_transport(fixture_text("nccl-tests/all_reduce_perf__h100-1gpu-NCCL_DEBUG-INFO.txt"))
+    assert (log["network"], log["socket_ifaces"], log["problems"]) == ("Socket", ["eth0"], [])
+    assert pp.judge_nccl_transport("h100", log, ["rocep1s0f0"], ["enp1s0f0np0"]) == {
+        "check": "nccl_transport", "target": "nccl", "status": "fail",
+        "detail": "h100: NCCL used NET/Socket on eth0, expected NET/IB on rocep1s0f0"}
+    # A run that stopped at init: the parser says what it could not read and keeps NCCL's warning.
+    bad = pp.nccl_transport(fixture_text("nccl-tests/all_reduce_perf__h100-1gpu-bad-ifname.txt"))
+    assert bad["warnings"] == ["Bootstrap : no socket interface found"] and bad["problems"]

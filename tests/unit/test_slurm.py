@@ -86,3 +86,19 @@ def test_munge_check_of_a_limited_run_compares_with_the_control_key_read_apart()
     assert bad["status"] == "fail" and "differs" in bad["detail"]
     hv["spark-01"] = {"_validate_node": {"checksums": {key: "a" * 64}}}  # in the play: its own reading wins
     assert munge_checks(["spark-01", "spark-03"], hv, "spark-01", "b" * 64)["spark-03"][0]["status"] == "pass"
+
+
+def test_nccl_tests_recorded_on_one_h100_and_the_ways_a_run_stops():
+    """Real nccl-tests 2.19.6 / NCCL 2.28 runs on one H100 (scripts/device/nccl-tests.sh): a whole table with one rank
+    (bus bandwidth is 0 with one rank by definition), and two runs that stop, named in NCCL's and the tool's words."""
+    ok = slurm.parse_nccl_tests(read_fixture(fixture_path("nccl-tests/all_reduce_perf__h100-1gpu-NCCL_DEBUG-INFO.txt")))
+    assert (ok["ranks"], ok["hosts"], len(ok["rows"]), ok["wrong"], ok["errors"]) == (1, ["vm"], 14, 0, [])
+    assert ok["rows"][-1] == {"size": 536870912, "busbw": 0.0, "wrong": 0} and ok["avg_busbw"] == 0.0
+    gather = slurm.parse_nccl_tests(read_fixture(fixture_path("nccl-tests/all_gather_perf__h100-1gpu.txt")))
+    assert len(gather["rows"]) == 6 and gather["errors"] == []
+    # NCCL_SOCKET_IFNAME naming an interface the node lacks (the seed's "wrong NIC" at its worst): NCCL stops at init.
+    bad = slurm.parse_nccl_tests(read_fixture(fixture_path("nccl-tests/all_reduce_perf__h100-1gpu-bad-ifname.txt")))
+    assert bad["rows"] == [] and bad["errors"][0] == "Bootstrap : no socket interface found"
+    assert any(e.startswith("Test NCCL failure common.cu:1550 'invalid usage") for e in bad["errors"])
+    more = slurm.parse_nccl_tests(read_fixture(fixture_path("nccl-tests/all_reduce_perf__h100-1gpu-asks-2-gpus.txt")))
+    assert more["ranks"] == 0 and more["errors"][0] == "Invalid number of GPUs: 2 requested but only 1 were found."
