@@ -55,6 +55,10 @@ def add(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
         if "__pycache__" in ti.name or ti.name.endswith(".pyc"):
             return None
         ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "root", "root"
+        # The inventory (its secrets folder included) is root's alone on the node, whatever its modes here: the drift
+        # home beside it is open to other users (python_env's venv there runs Ray as its own user).
+        if ti.name == "inventory" or ti.name.startswith("inventory/"):
+            ti.mode = 0o700 if ti.isdir() else 0o600
         return ti
     if path.is_dir() and not path.is_symlink():
         ti = norm(tar.gettarinfo(str(path), arcname))

@@ -174,8 +174,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkfleet.cluster.plugins.module_utils.inference import latency_percentiles
 
+# A distribution without readable metadata (a half-written .dist-info) is skipped, not a traceback.
 _VERSIONS = ("import importlib.metadata as m, json, platform\n"
-             "d = {x.metadata['Name'].lower().replace('_', '-'): x.version for x in m.distributions()}\n"
+             "d = {(x.metadata['Name'] or '').lower().replace('_', '-'): x.version for x in m.distributions()}\n"
              "nccl = [v for k, v in sorted(d.items()) if k.startswith('nvidia-nccl-cu')]\n"
              "print(json.dumps({'python': platform.python_version(), 'ray': d.get('ray'), 'vllm': d.get('vllm'),"
              " 'torch': d.get('torch'), 'nccl': nccl[0] if nccl else None}))")
@@ -370,16 +371,23 @@ class Checker:
     def versions(self, python):
         out = {"python": None, "ray": None, "vllm": None, "torch": None, "nccl": None}
         if python and os.access(python, os.X_OK):
-            # 120 s: an emulated aarch64 node under CI load took over 30 s to list the venv's distributions.
-            rc, stdout, _ = self.run([python, "-c", _VERSIONS], timeout=120)
-            # Anything but its one JSON line (a venv being rebuilt, a killed probe) is named as such, not as "not
-            # installed".
-            try:
-                out.update(json.loads(stdout) if rc == 0 else {})
-            except ValueError:
-                rc = rc or 1
-            if rc != 0:
-                out.update({k: "unreadable (the probe exited %d)" % rc for k in ("python", "ray", "vllm", "torch")})
+            # 120 s: an emulated aarch64 node under CI load took over 30 s to list the venv's distributions. Asked
+            # twice: one failed probe on a loaded control node (lifecycle, CI) is not a version.
+            for _ in range(2):
+                rc, stdout, err = self.run([python, "-c", _VERSIONS], timeout=120)
+                try:
+                    got = json.loads(stdout) if rc == 0 else None
+                except ValueError:
+                    got, rc = None, rc or 1
+                if got is not None:
+                    out.update(got)
+                    break
+            # Anything but its one JSON line (a venv being rebuilt, a killed probe) is named as such, with its last
+            # words, not as "not installed".
+            if got is None:
+                why = (err.strip().splitlines() or [""])[-1][:160]
+                out.update({k: "unreadable (the probe exited %d%s)" % (rc, ": " + why if why else "")
+                            for k in ("python", "ray", "vllm", "torch")})
         if not out["nccl"]:
             rc, stdout, _ = self.run(["dpkg-query", "-W", "-f", "${Version}", "libnccl2"])
             out["nccl"] = stdout.strip().split("+")[0] or None if rc == 0 else None
@@ -393,6 +401,10 @@ class Checker:
             data = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
             return [result("ray_cluster", "-", "fail", "ray_check: %s" % (err or out).strip()[-300:])]
+        # No cluster to ask (the head down, Ray not starting): ray_check says so instead of listing nodes.
+        if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+            why = data.get("error") if isinstance(data, dict) else None
+            return [result("ray_cluster", "-", "fail", "ray_check: %s" % (why or (err or out).strip()[-300:]))]
         checks = []
         for name, n in sorted(data["nodes"].items()):
             target = "%s (%s)" % (name, n["ip"])

@@ -346,8 +346,26 @@ def test_node_checks_ray_cluster_counts_only_strangers_as_unexpected(tmp_path):
 
     checks = Checker(Fake(0, out)).ray_cluster(str(py), "check.py", ["a=10.0.0.11"], ["a=10.0.0.11", "c=10.0.0.13"])
     assert [c["status"] for c in checks] == ["pass", "fail"] and checks[1]["detail"] == "10.0.0.99", checks
+    # No cluster at all (Ray's head down): named, never a KeyError (seen in CI: "Module failed: 'nodes'").
+    down = _json.dumps({"ok": False, "error": "no Ray cluster at 10.0.0.11:6379: timed out"})
+    assert Checker(Fake(1, down)).ray_cluster(str(py), "check.py", ["a=10.0.0.11"]) == [
+        {"check": "ray_cluster", "target": "-", "status": "fail", "detail": "ray_check: no Ray cluster at 10.0.0.11:6379: timed out"}]
     versions = Checker(Fake(124, "")).versions(str(py))
     assert versions["python"] == "unreadable (the probe exited 124)" and versions["ray"].startswith("unreadable"), versions
+
+    # Asked twice: a probe that fails once is read on its second try; one that fails twice says its last words.
+    class Seq:
+        def __init__(self, answers):
+            self.answers = list(answers)
+
+        def run_command(self, argv):
+            return self.answers.pop(0) if argv[1:3] == ["120", str(py)] else (1, "", "")
+
+    good = _json.dumps({"python": "3.11.2", "ray": "2.60.0", "vllm": None, "torch": None, "nccl": None})
+    versions = Checker(Seq([(1, "", "Traceback ...\nAttributeError: x"), (0, good, "")])).versions(str(py))
+    assert versions["ray"] == "2.60.0" and versions["python"] == "3.11.2", versions
+    versions = Checker(Seq([(1, "", "x"), (1, "", "Traceback ...\nAttributeError: 'NoneType' object")])).versions(str(py))
+    assert versions["ray"] == "unreadable (the probe exited 1: AttributeError: 'NoneType' object)", versions
 
 
 def test_node_checks_nft_asks_again_after_an_empty_or_timed_out_answer():

@@ -50,3 +50,8 @@ def test_drift_bundle_is_root_only():
     bundle = next((PROJECT / ".cache").glob("drift-bundle-*.tar.gz"))
     assert oct(bundle.stat().st_mode & 0o777) == "0o600"
     assert ssh(CONTROL, "stat -c %a /var/lib/sparkfleet/drift").stdout.strip() == "700"
+    # Its home is traversable (python_env's venv there runs Ray as its own user) but its inventory, with the
+    # secrets folder, is root's alone, whatever its modes on the controller.
+    modes = ssh(CONTROL, "stat -c '%a' /opt/sparkfleet /opt/sparkfleet/inventory /opt/sparkfleet/inventory/hosts.yml").stdout.split()
+    assert modes == ["711", "700", "600"], modes
+    assert ssh(CONTROL, "runuser -u nobody -- cat /opt/sparkfleet/inventory/hosts.yml", check=False).returncode != 0
