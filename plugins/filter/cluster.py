@@ -28,6 +28,11 @@ def inventory_errors(hostvars, groups, extra_groups=(), gateway_keys_env=""):
     return cm.inventory_errors(hostvars, groups, extra_groups, gateway_keys_env)
 
 
+def gateway_input_errors(keys, host, backend_key=None, cert="", key=""):
+    """The gateway role's inputs, by the rules preflight checks them with (cluster_model.gateway_input_errors)."""
+    return cm.gateway_input_errors(host, keys, backend_key, cert, key)
+
+
 def host_errors(facts, host, hv, requirements):
     return cm.host_errors(host, facts, hv, requirements)
 
@@ -98,7 +103,7 @@ def model_entry_errors(models, var="model_sync_models"):
 class FilterModule:
     def filters(self):
         return {"node_address": node_address, "cluster_nodes": cluster_nodes, "cluster_node": cluster_node,
-                "inventory_errors": inventory_errors, "host_errors": host_errors,
+                "inventory_errors": inventory_errors, "host_errors": host_errors, "gateway_input_errors": gateway_input_errors,
                 "ip_in_any": ip_in_any, "mtu_peers": mtu_peers,
                 "hosts_conflict_regexp": hosts_conflict_regexp, "nccl_env": nccl_env,
                 "fabric_interface": fabric_interface, "fabric_link_spec": fabric_link_spec, "roce_ports": roce_ports,

@@ -378,45 +378,50 @@ GATEWAY_KEY_RE = re.compile(r"^[A-Za-z0-9._~+/=-]{24,256}$")
 
 
 def gateway_key_errors(hostvars, groups, env_raw=""):
-    """The gateway host's TLS pair and bearer keys, where given: both halves of the pair, as PEM; {team: key} with plain
-    team names and distinct keys of 24 to 256 characters. Checked before any change (the gateway role comes late in
-    site.yml). No message shows a key."""
+    """The gateway host's TLS pair and bearer keys, where the inventory (or SPARKFLEET_GATEWAY_KEYS, env_raw) gives them:
+    gateway_input_errors before any change (the gateway role comes late in site.yml)."""
     host = (groups.get("control") or [None])[0]
     if host is None or host not in hostvars or not _bool(_get(hostvars[host], "sparkfleet_inference", True)):
         return []
-    cert, key = str(_get(hostvars[host], "gateway_tls_cert", "")), str(_get(hostvars[host], "gateway_tls_key", ""))
-    errors = []
-    if bool(cert) != bool(key):
-        errors.append("%s: gateway_tls_cert and gateway_tls_key go together (given: only %s)"
-                      % (host, "gateway_tls_cert" if cert else "gateway_tls_key"))
-    if cert and "BEGIN CERTIFICATE" not in cert:
-        errors.append("%s: gateway_tls_cert is not a PEM certificate (-----BEGIN CERTIFICATE-----)" % host)
-    if key and "PRIVATE KEY" not in key:
-        errors.append("%s: gateway_tls_key is not a PEM private key (not shown)" % host)
-    return errors + _bearer_key_errors(host, hostvars, env_raw)
-
-
-def _bearer_key_errors(host, hostvars, env_raw):
-    keys = _get(hostvars[host], "gateway_api_keys")
-    source = "gateway_api_keys"
+    cert, key = _get(hostvars[host], "gateway_tls_cert", ""), _get(hostvars[host], "gateway_tls_key", "")
+    keys, source = _get(hostvars[host], "gateway_api_keys"), "gateway_api_keys"
     if keys is None and env_raw:
         source = "SPARKFLEET_GATEWAY_KEYS"
         try:
             keys = json.loads(env_raw)
         except ValueError:
-            return ["%s: SPARKFLEET_GATEWAY_KEYS is not JSON (a JSON object {team: key} is expected; not shown)" % host]
-    if keys is None:
-        return []  # one key for team default is generated
-    if not isinstance(keys, dict) or not keys:
-        return ["%s: %s must map team names to bearer keys ({team: key}, at least one)" % (host, source)]
+            return gateway_input_errors(host, None, None, cert, key) + [
+                "%s: SPARKFLEET_GATEWAY_KEYS is not JSON (a JSON object {team: key} is expected; not shown)" % host]
+    return gateway_input_errors(host, keys, None, cert, key, source)
+
+
+def gateway_input_errors(host, keys, backend_key=None, cert="", key="", source="gateway_api_keys"):
+    """The gateway's inputs, the one definition preflight and the gateway role both check: the TLS pair both or
+    neither, as PEM; {team: key} (None: generated) with plain team names and distinct keys of 24 to 256 characters;
+    vLLM's key (None: not checked here) of the same shape. No message shows a key."""
+    cert, tls_key = str(cert or ""), str(key or "")
     errors = []
-    for team, key in keys.items():
+    if bool(cert) != bool(tls_key):
+        errors.append("%s: gateway_tls_cert and gateway_tls_key go together (given: only %s)"
+                      % (host, "gateway_tls_cert" if cert else "gateway_tls_key"))
+    if cert and "BEGIN CERTIFICATE" not in cert:
+        errors.append("%s: gateway_tls_cert is not a PEM certificate (-----BEGIN CERTIFICATE-----)" % host)
+    if tls_key and "PRIVATE KEY" not in tls_key:
+        errors.append("%s: gateway_tls_key is not a PEM private key (not shown)" % host)
+    if backend_key is not None and not (isinstance(backend_key, str) and GATEWAY_KEY_RE.match(backend_key)):
+        errors.append("%s: gateway_backend_key (SPARKFLEET_VLLM_API_KEY) must be 24 to 256 characters of letters, digits "
+                      "and . _ ~ + / = - (not shown)" % host)
+    if keys is None:
+        return errors  # one key for team default is generated
+    if not isinstance(keys, dict) or not keys:
+        return errors + ["%s: %s must map team names to bearer keys ({team: key}, at least one)" % (host, source)]
+    for team, value in keys.items():
         if not GATEWAY_TEAM_RE.match(str(team)):
             errors.append("%s: %s has the team name %r (letters, digits, '_', '-'; 64 at most)" % (host, source, team))
-        if not isinstance(key, str) or not GATEWAY_KEY_RE.match(key):
+        if not isinstance(value, str) or not GATEWAY_KEY_RE.match(value):
             errors.append("%s: %s[%s]: the key must be 24 to 256 characters of letters, digits and . _ ~ + / = - "
-                          "(%s)" % (host, source, team, "not shown" if isinstance(key, str) else "not a string"))
-    if len({str(k) for k in keys.values()}) != len(keys):
+                          "(%s)" % (host, source, team, "not shown" if isinstance(value, str) else "not a string"))
+    if len({str(v) for v in keys.values()}) != len(keys):
         errors.append("%s: %s gives two teams the same key (each team's key must be its own)" % (host, source))
     return errors
 

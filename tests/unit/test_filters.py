@@ -165,3 +165,12 @@ def test_gateway_keys_are_checked_before_any_change_and_never_shown():
     assert cm.gateway_key_errors({"c1": {"gateway_tls_cert": "cert.pem", "gateway_tls_key": "secret-text"}}, groups) == [
         "c1: gateway_tls_cert is not a PEM certificate (-----BEGIN CERTIFICATE-----)",
         "c1: gateway_tls_key is not a PEM private key (not shown)"]
+    # The gateway role checks its own values by the same rules, vLLM's key too (never shown).
+    from ansible_collections.sparkfleet.cluster.plugins.filter.cluster import gateway_input_errors
+    assert gateway_input_errors(good, "c1", "v" * 30) == []
+    assert gateway_input_errors(good, "c1", "short", "-----BEGIN CERTIFICATE-----\nx") == [
+        "c1: gateway_tls_cert and gateway_tls_key go together (given: only gateway_tls_cert)",
+        "c1: gateway_backend_key (SPARKFLEET_VLLM_API_KEY) must be 24 to 256 characters of letters, digits "
+        "and . _ ~ + / = - (not shown)"]
+    assert gateway_input_errors("not-a-map", "c1", "v" * 30) == [
+        "c1: gateway_api_keys must map team names to bearer keys ({team: key}, at least one)"]
